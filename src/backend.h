@@ -1,0 +1,61 @@
+/*
+ * backend: the compute interface under the model. A backend owns the
+ * parameters, momentum, gradients and scratch buffers in its own memory
+ * (host for cpu, device for cuda) and implements the few operations the
+ * model needs. Nothing above this interface knows where the numbers live:
+ * host pointers cross it, and a backend copies as it must.
+ *
+ * Each backend embeds struct backend as its first member.
+ */
+#ifndef GD_BACKEND_H
+#define GD_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+struct backend_opts {
+	int threads;    /* BLAS threads (cpu) */
+	int device;     /* device index (cuda) */
+	int max_batch;  /* largest n passed to forward_backward / evaluate */
+};
+
+struct backend_ops {
+	const char *name;
+	void (*free)(struct backend *b);
+	/* x, v: d floats in host memory; v NULL means zero momentum. */
+	int (*set_params)(struct backend *b, const float *x, const float *v);
+	/* Either pointer may be NULL. */
+	int (*get_params)(struct backend *b, float *x, float *v);
+	/* Forward and backward on n <= max_batch samples; keeps the gradient
+	 * (mean over the batch) inside the backend; writes the mean loss. */
+	int (*forward_backward)(struct backend *b, const float *x, const uint8_t *y,
+	    int n, float *loss);
+	/* Copy the last gradient to host memory (tests). */
+	int (*get_grad)(struct backend *b, float *g);
+	/* v <- momentum*v + g + wd*x; x <- x - lr*v. */
+	int (*sgd_step)(struct backend *b, const struct sgd_hparams *h);
+	/* Sum of losses and number of correct predictions on n <= max_batch. */
+	int (*evaluate)(struct backend *b, const float *x, const uint8_t *y, int n,
+	    double *loss_sum, int *correct);
+	int (*gather)(struct backend *b, const struct model_range *r, size_t nr,
+	    float *values);
+	int (*average_in)(struct backend *b, const struct model_range *r, size_t nr,
+	    const float *values);
+};
+
+struct backend {
+	const struct backend_ops *ops;
+	struct model_spec spec;
+	size_t d;
+};
+
+int backend_cpu_new(const struct model_spec *spec, const struct backend_opts *o,
+    struct backend **out, struct errbuf *err);
+/* Returns -ENOTSUP with a clear message when built without CUDA, and a
+ * clear error when no device, a bad index or too little memory. */
+int backend_cuda_new(const struct model_spec *spec, const struct backend_opts *o,
+    struct backend **out, struct errbuf *err);
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * ckpt: checkpoints of one peer's training state. A file holds a versioned
+ * header (model spec, d, step, epoch, seed), the parameters and the momentum,
+ * and a checksum over all of it (format in include/gossipd/ckpt_format.h).
+ * Writes are atomic: temporary file, fsync, rename, fsync of the directory,
+ * so a crash leaves either the old or the new file, never half of one.
+ * Loading checks everything and refuses, with a reason, what does not match.
+ */
+#ifndef GD_CKPT_H
+#define GD_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "util.h"
+
+struct ckpt_state {
+	struct model_spec spec;
+	size_t d;
+	uint64_t step;     /* optimizer steps taken */
+	uint32_t epoch;    /* epochs completed */
+	uint64_t seed;
+	float *x;          /* d parameters */
+	float *v;          /* d momentum values */
+};
+
+/* Writes DIR/ckpt-<step, 12 digits>.gdc and keeps the newest `keep` files.
+ * path (may be NULL) receives the file's name. */
+int ckpt_save(const char *dir, const struct ckpt_state *st, int keep,
+    char *path, size_t pathlen, struct errbuf *err);
+/* Allocates st->x and st->v; on error nothing is allocated. */
+int ckpt_load(const char *path, struct ckpt_state *st, struct errbuf *err);
+/* Newest checkpoint in dir by step; -ENOENT when there is none. */
+int ckpt_find_latest(const char *dir, char *path, size_t pathlen, struct errbuf *err);
+void ckpt_state_free(struct ckpt_state *st);
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * model: the peer's model as one flat vector of d floats, and the only door
+ * through which the rest of the daemon touches it.
+ *
+ * Layout of the vector (fixed: checkpoints and every backend rely on it):
+ * for each layer l = 0..L-1 with fan-in a = sizes[l] and fan-out b =
+ * sizes[l+1], first W_l as a row-major a x b matrix (so a batch A of shape
+ * n x a maps to A*W_l), then the bias b_l of b floats. Hidden layers use
+ * ReLU, the last is followed by softmax cross-entropy.
+ *
+ * The parameters live wherever the backend keeps them (host memory for cpu,
+ * device memory for cuda). The trainer thread runs steps; the loop thread
+ * reads and mixes slices through model_gather / model_average_in. Both take
+ * the model lock, held by the trainer for one step at a time, so a gossip
+ * exchange lands between two steps, never inside one.
+ */
+#ifndef GD_MODEL_H
+#define GD_MODEL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define MODEL_MAX_LAYERS 8
+
+struct model_spec {
+	int nlayers;                       /* number of weight layers */
+	int sizes[MODEL_MAX_LAYERS + 1];   /* sizes[0] = inputs, sizes[nlayers] = classes */
+};
+
+/* A run of consecutive coordinates [off, off + len). Masks are arrays of these. */
+struct model_range {
+	size_t off;
+	size_t len;
+};
+
+struct sgd_hparams {
+	float lr;
+	float momentum;
+	float weight_decay;
+};
+
+struct backend;
+
+struct model {
+	struct model_spec spec;
+	size_t d;
+	struct backend *be;
+	pthread_mutex_t lock;
+};
+
+/* "784-256-128-10" (an optional "mlp:" prefix is accepted). */
+int model_spec_parse(const char *s, struct model_spec *spec, struct errbuf *err);
+int model_spec_format(const struct model_spec *spec, char *buf, size_t len);
+int model_spec_equal(const struct model_spec *a, const struct model_spec *b);
+size_t model_spec_nparams(const struct model_spec *spec);
+
+/* device: "cpu", "cuda" or "cuda:N". threads: BLAS threads for cpu.
+ * Parameters get a deterministic He initialisation from seed; momentum 0. */
+int model_new(const struct model_spec *spec, const char *device, int threads,
+    int max_batch, uint64_t seed, struct model **out, struct errbuf *err);
+void model_free(struct model *m);
+
+/* One SGD step (forward, backward, momentum update) on n samples. */
+int model_train_step(struct model *m, const float *x, const uint8_t *y, int n,
+    const struct sgd_hparams *h, float *loss);
+/* Mean loss and accuracy over n samples, evaluated in batches. */
+int model_evaluate(struct model *m, const float *x, const uint8_t *y, size_t n,
+    double *loss, double *accuracy);
+
+/* The gossip interface. values holds sum(len) floats in range order. */
+int model_gather(struct model *m, const struct model_range *r, size_t nr, float *values);
+/* x[S] <- (x[S] + values) / 2 on the ranges. */
+int model_average_in(struct model *m, const struct model_range *r, size_t nr,
+    const float *values);
+/* Copy parameters (x) and momentum (v) to host memory; v may be NULL. */
+int model_snapshot(struct model *m, float *x, float *v);
+/* Replace parameters and momentum (v NULL = zero) from host memory. */
+int model_restore(struct model *m, const float *x, const float *v);
+
+#endif
