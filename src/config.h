@@ -1,0 +1,76 @@
+/*
+ * config: every setting of a peer, from defaults, then the INI file (-c),
+ * then the command line, each later source overriding the earlier. One
+ * table describes each key once (name, type, range, help), and the file
+ * parser, the option parser, --help and validation all read that table, so
+ * a key cannot exist in one place and not the others. Errors name the key
+ * and the reason; the caller exits 2.
+ */
+#ifndef GD_CONFIG_H
+#define GD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data.h"
+#include "model.h"
+#include "util.h"
+
+enum lr_schedule { LR_COSINE, LR_STEP, LR_CONSTANT };
+
+struct config {
+	/* job and identity */
+	char *config_path;
+	char *job;
+	uint64_t seed;
+	/* transport */
+	char *listen;              /* HOST:PORT, NULL = no endpoint */
+	char *provider;            /* "tcp" or "verbs" */
+	char *key_file;
+	size_t max_message_size;
+	/* control */
+	char *control;             /* socket path */
+	/* data */
+	char *data_dir;
+	unsigned shard_index, shard_count;
+	struct data_partition partition;
+	/* model and training */
+	struct model_spec model;
+	char *device;
+	int threads;
+	int batch_size;
+	double lr;
+	double momentum;
+	double weight_decay;
+	enum lr_schedule lr_schedule;
+	double warmup_epochs;
+	double lr_step_epochs;     /* step schedule: multiply by lr_step_gamma every ... */
+	double lr_step_gamma;
+	int epochs;
+	uint64_t max_steps;        /* 0 = no limit */
+	int eval_every;            /* steps between test evaluations, 0 = each epoch */
+	size_t eval_samples;       /* 0 = whole test set */
+	/* checkpoints */
+	char *checkpoint_dir;      /* NULL = none */
+	int checkpoint_every;      /* steps, 0 = only at epoch ends and on request */
+	int checkpoint_keep;
+	int resume;
+	/* process */
+	char *log_level;
+	char *log_file;
+	int foreground;
+};
+
+/* Fills defaults, reads -c FILE if given, applies argv. Returns 0, 1 when
+ * --help or --version was printed (caller exits 0), or -EINVAL with the
+ * reason in err (caller exits 2). */
+int config_load(struct config *c, int argc, char **argv, struct errbuf *err);
+void config_free(struct config *c);
+/* Runtime-tunable keys (gossipctl set); -EINVAL/-EPERM with reason. */
+int config_set(struct config *c, const char *key, const char *value, struct errbuf *err);
+/* Split "HOST:PORT" (port in 1..65535); -EINVAL if malformed. */
+int config_split_hostport(const char *v, char *host, size_t hostlen, int *port);
+/* --help text to stdout. */
+void config_usage(const char *prog);
+
+#endif

@@ -1,0 +1,487 @@
+/*
+ * control: see control.h.
+ *
+ * Robustness rules, each from a way a control socket gets abused: a line
+ * longer than GD_CONTROL_MAX_LINE gets an error and the connection is shut
+ * (there is no way to find the next request boundary we can trust); bad
+ * JSON or a missing "cmd" gets an error and the connection stays; more than
+ * CONTROL_MAX_CLIENTS connections are told so and shut; a watcher that does
+ * not read loses lines rather than growing our memory.
+ */
+#include "control.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "gossipd/control.h"
+#include "log.h"
+
+#define CONTROL_MAX_CLIENTS 256
+#define CONTROL_MAX_WATCH_QUEUE (256 * 1024)
+
+struct control_client {
+	uv_pipe_t pipe;           /* pipe.data points back here */
+	struct control *ctl;
+	uint64_t id;
+	char *line;               /* the partial request line */
+	size_t len;
+	int watching;
+	int closing;
+	struct control_client *prev, *next;
+};
+
+struct control {
+	uv_loop_t *loop;
+	uv_pipe_t listener;
+	char *path;
+	control_handler_fn fn;
+	void *arg;
+	struct control_client *clients;
+	int nclients;
+	uint64_t next_id;
+	int open_handles;         /* listener + clients not yet closed */
+	int closing;
+	char rbuf[16384];
+};
+
+struct control_write {
+	uv_write_t req;
+	uv_buf_t buf;
+};
+
+json_t *
+control_error(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+static void
+control_maybe_free(struct control *ctl)
+{
+	if (ctl->closing && ctl->open_handles == 0) {
+		free(ctl->path);
+		free(ctl);
+	}
+}
+
+static void
+control_client_closed(uv_handle_t *h)
+{
+	struct control_client *cl = h->data;
+	struct control *ctl = cl->ctl;
+
+	free(cl->line);
+	free(cl);
+	ctl->open_handles--;
+	control_maybe_free(ctl);
+}
+
+static void
+control_client_close(struct control_client *cl)
+{
+	struct control *ctl = cl->ctl;
+
+	if (cl->closing)
+		return;
+	cl->closing = 1;
+	if (cl->prev)
+		cl->prev->next = cl->next;
+	else
+		ctl->clients = cl->next;
+	if (cl->next)
+		cl->next->prev = cl->prev;
+	ctl->nclients--;
+	uv_close((uv_handle_t *)&cl->pipe, control_client_closed);
+}
+
+static void
+control_write_done(uv_write_t *req, int status)
+{
+	struct control_write *w = (struct control_write *)req;
+
+	(void)status;
+	free(w->buf.base);
+	free(w);
+}
+
+static void
+control_send(struct control_client *cl, json_t *msg)
+{
+	struct control_write *w;
+	char *s;
+	size_t n;
+
+	if (cl->closing)
+		return;
+	s = json_dumps(msg, JSON_COMPACT);
+	if (s == NULL)
+		return;
+	n = strlen(s);
+	w = xmalloc(sizeof(*w));
+	w->buf.base = xmalloc(n + 1);
+	memcpy(w->buf.base, s, n);
+	w->buf.base[n] = '\n';
+	w->buf.len = n + 1;
+	free(s);
+	if (uv_write(&w->req, (uv_stream_t *)&cl->pipe, &w->buf, 1, control_write_done) < 0) {
+		free(w->buf.base);
+		free(w);
+		control_client_close(cl);
+	}
+}
+
+static void
+control_shutdown_done(uv_shutdown_t *req, int status)
+{
+	struct control_client *cl = req->handle->data;
+
+	(void)status;
+	free(req);
+	control_client_close(cl);
+}
+
+/* Send a last error, then close once it is flushed. */
+static void
+control_refuse(struct control_client *cl, json_t *msg)
+{
+	uv_shutdown_t *req;
+
+	control_send(cl, msg);
+	json_decref(msg);
+	if (cl->closing)
+		return;
+	uv_read_stop((uv_stream_t *)&cl->pipe);
+	req = xmalloc(sizeof(*req));
+	if (uv_shutdown(req, (uv_stream_t *)&cl->pipe, control_shutdown_done) < 0) {
+		free(req);
+		control_client_close(cl);
+	}
+}
+
+static struct control_client *
+control_find(struct control *ctl, uint64_t id)
+{
+	for (struct control_client *cl = ctl->clients; cl; cl = cl->next) {
+		if (cl->id == id)
+			return cl;
+	}
+	return NULL;
+}
+
+void
+control_reply(struct control *ctl, uint64_t client, json_t *reply)
+{
+	struct control_client *cl = control_find(ctl, client);
+
+	if (cl != NULL)
+		control_send(cl, reply);
+	json_decref(reply);
+}
+
+void
+control_watch(struct control *ctl, uint64_t client)
+{
+	struct control_client *cl = control_find(ctl, client);
+
+	if (cl != NULL)
+		cl->watching = 1;
+}
+
+int
+control_watchers(struct control *ctl)
+{
+	int n = 0;
+
+	for (struct control_client *cl = ctl->clients; cl; cl = cl->next)
+		n += cl->watching;
+	return n;
+}
+
+void
+control_broadcast(struct control *ctl, json_t *msg)
+{
+	for (struct control_client *cl = ctl->clients; cl; cl = cl->next) {
+		if (!cl->watching)
+			continue;
+		if (uv_stream_get_write_queue_size((uv_stream_t *)&cl->pipe) >
+		    CONTROL_MAX_WATCH_QUEUE)
+			continue;
+		control_send(cl, msg);
+	}
+}
+
+static void
+control_handle_line(struct control_client *cl, char *line, size_t len)
+{
+	struct control *ctl = cl->ctl;
+	json_error_t jerr;
+	json_t *req, *reply = NULL;
+	const char *cmd;
+	int rc;
+
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	if (len == 0)
+		return;
+	req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (req == NULL) {
+		reply = control_error("malformed JSON: %s", jerr.text);
+		goto out;
+	}
+	if (!json_is_object(req)) {
+		reply = control_error("request must be a JSON object");
+		goto out;
+	}
+	cmd = json_string_value(json_object_get(req, "cmd"));
+	if (cmd == NULL) {
+		reply = control_error("request needs a \"cmd\" string");
+		goto out;
+	}
+	rc = ctl->fn(ctl, cl->id, cmd, req, &reply, ctl->arg);
+	if (rc == CONTROL_DEFERRED)
+		goto out;
+	if (reply == NULL)
+		reply = control_error("internal error: no reply to %s", cmd);
+out:
+	if (reply != NULL) {
+		/* The handler may have closed us (leave) or we may be gone. */
+		if (control_find(ctl, cl->id) == cl)
+			control_send(cl, reply);
+		json_decref(reply);
+	}
+	json_decref(req);
+}
+
+static void
+control_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct control_client *cl = h->data;
+
+	(void)suggested;
+	buf->base = cl->ctl->rbuf;
+	buf->len = sizeof(cl->ctl->rbuf);
+}
+
+static void
+control_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct control_client *cl = s->data;
+	uint64_t id = cl->id;
+	struct control *ctl = cl->ctl;
+	const char *p = buf->base, *end;
+
+	if (nread < 0) {
+		control_client_close(cl);
+		return;
+	}
+	end = p + nread;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t take = (size_t)((nl ? nl : end) - p);
+
+		if (cl->len + take + 1 > GD_CONTROL_MAX_LINE) {
+			control_refuse(cl, control_error("request line longer than %d bytes",
+			    GD_CONTROL_MAX_LINE));
+			return;
+		}
+		if (cl->line == NULL)
+			cl->line = xmalloc(GD_CONTROL_MAX_LINE);
+		memcpy(cl->line + cl->len, p, take);
+		cl->len += take;
+		p += take;
+		if (nl == NULL)
+			break;
+		p++;
+		cl->line[cl->len] = '\0';
+		cl->len = 0;
+		control_handle_line(cl, cl->line, strlen(cl->line));
+		/* A handler may close this client or the whole server. */
+		if (ctl->closing || control_find(ctl, id) != cl || cl->closing)
+			return;
+	}
+}
+
+static int
+control_peer_allowed(uv_pipe_t *pipe)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uv_os_fd_t fd;
+
+	if (uv_fileno((uv_handle_t *)pipe, &fd) < 0)
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return 0;
+	return cred.uid == getuid() || cred.uid == 0;
+}
+
+static void
+control_connection(uv_stream_t *server, int status)
+{
+	struct control *ctl = server->data;
+	struct control_client *cl;
+
+	if (status < 0) {
+		log_warn("control: accept failed: %s", uv_strerror(status));
+		return;
+	}
+	cl = xcalloc(1, sizeof(*cl));
+	cl->ctl = ctl;
+	cl->id = ++ctl->next_id;
+	uv_pipe_init(ctl->loop, &cl->pipe, 0);
+	cl->pipe.data = cl;
+	ctl->open_handles++;
+	cl->next = ctl->clients;
+	if (ctl->clients)
+		ctl->clients->prev = cl;
+	ctl->clients = cl;
+	ctl->nclients++;
+	if (uv_accept(server, (uv_stream_t *)&cl->pipe) < 0) {
+		control_client_close(cl);
+		return;
+	}
+	if (!control_peer_allowed(&cl->pipe)) {
+		log_warn("control: refused a caller with another uid");
+		control_refuse(cl, control_error("permission denied: caller's uid differs"));
+		return;
+	}
+	if (ctl->nclients > CONTROL_MAX_CLIENTS) {
+		control_refuse(cl, control_error("too many control connections (%d)",
+		    CONTROL_MAX_CLIENTS));
+		return;
+	}
+	uv_read_start((uv_stream_t *)&cl->pipe, control_alloc, control_read);
+}
+
+/* The socket's directory must be ours alone: anyone who can enter it could
+ * replace the socket. */
+static int
+control_prepare_dir(const char *path, struct errbuf *err)
+{
+	char *copy = xstrdup(path), *dir = dirname(copy);
+	struct stat st;
+	int rc = 0;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		rc = errbuf_set(err, -errno, "control: cannot create directory %s: %s", dir,
+		    strerror(errno));
+		goto out;
+	}
+	if (stat(dir, &st) < 0) {
+		rc = errbuf_set(err, -errno, "control: %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) {
+		rc = errbuf_set(err, -EPERM,
+		    "control: directory %s must be owned by uid %u with mode 0700 (it is %04o)",
+		    dir, (unsigned)getuid(), (unsigned)(st.st_mode & 07777));
+		goto out;
+	}
+out:
+	free(copy);
+	return rc;
+}
+
+/* A socket file left by a crashed peer is removed; a live one is refused. */
+static int
+control_clear_stale(const char *path, struct errbuf *err)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	int fd, live;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : errbuf_set(err, -errno, "control: %s: %s", path,
+		    strerror(errno));
+	if (!S_ISSOCK(st.st_mode))
+		return errbuf_set(err, -EEXIST, "control: %s exists and is not a socket", path);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errbuf_set(err, -errno, "control: socket: %s", strerror(errno));
+	live = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	if (live)
+		return errbuf_set(err, -EADDRINUSE,
+		    "control: %s is in use by a running gossipd (choose another --control)", path);
+	if (unlink(path) < 0)
+		return errbuf_set(err, -errno, "control: cannot remove stale %s: %s", path,
+		    strerror(errno));
+	return 0;
+}
+
+int
+control_open(uv_loop_t *loop, const char *path, control_handler_fn fn, void *arg,
+    struct control **out, struct errbuf *err)
+{
+	struct control *ctl;
+	mode_t old;
+	int rc;
+
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return errbuf_set(err, -ENAMETOOLONG, "control: path %s is too long", path);
+	if ((rc = control_prepare_dir(path, err)) < 0)
+		return rc;
+	if ((rc = control_clear_stale(path, err)) < 0)
+		return rc;
+	ctl = xcalloc(1, sizeof(*ctl));
+	ctl->loop = loop;
+	ctl->fn = fn;
+	ctl->arg = arg;
+	ctl->path = xstrdup(path);
+	uv_pipe_init(loop, &ctl->listener, 0);
+	ctl->listener.data = ctl;
+	ctl->open_handles = 1;
+	/* The socket is born 0600: no window in which others may connect. */
+	old = umask(0177);
+	rc = uv_pipe_bind(&ctl->listener, path);
+	umask(old);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&ctl->listener, 128, control_connection);
+	if (rc < 0) {
+		errbuf_set(err, rc, "control: cannot listen on %s: %s", path, uv_strerror(rc));
+		ctl->path[0] = '\0';
+		control_close(ctl);
+		return rc;
+	}
+	*out = ctl;
+	return 0;
+}
+
+static void
+control_listener_closed(uv_handle_t *h)
+{
+	struct control *ctl = h->data;
+
+	ctl->open_handles--;
+	control_maybe_free(ctl);
+}
+
+void
+control_close(struct control *ctl)
+{
+	if (ctl == NULL || ctl->closing)
+		return;
+	ctl->closing = 1;
+	if (ctl->path[0] != '\0')
+		unlink(ctl->path);
+	while (ctl->clients)
+		control_client_close(ctl->clients);
+	uv_close((uv_handle_t *)&ctl->listener, control_listener_closed);
+}

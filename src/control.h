@@ -1,0 +1,50 @@
+/*
+ * control: the control socket server. It owns the Unix socket, its private
+ * directory, the connections, the JSON-lines framing and the caller's uid
+ * check; it knows nothing of what the commands do. Each request line is
+ * parsed and handed to one handler; the handler answers at once or later
+ * (a checkpoint waits for the trainer), by client id, so a client that
+ * disconnects in the meantime is simply not answered. Watching clients get
+ * every broadcast line until they hang up.
+ *
+ * Protocol: one JSON object per line each way (include/gossipd/control.h).
+ */
+#ifndef GD_CONTROL_H
+#define GD_CONTROL_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "util.h"
+
+struct control;
+
+/* Return values of a handler. */
+#define CONTROL_REPLIED 0   /* *reply is set (taken over by control) */
+#define CONTROL_DEFERRED 1  /* the handler will call control_reply(id) later */
+
+/* req is the parsed request object (borrowed); cmd its "cmd" string. */
+typedef int (*control_handler_fn)(struct control *ctl, uint64_t client, const char *cmd,
+    json_t *req, json_t **reply, void *arg);
+
+/* Creates the socket's directory (0700) if missing, refuses a directory
+ * others can enter, replaces a stale socket, refuses a live one. */
+int control_open(uv_loop_t *loop, const char *path, control_handler_fn fn, void *arg,
+    struct control **out, struct errbuf *err);
+/* Answer a deferred request; steals reply. A vanished client is ignored. */
+void control_reply(struct control *ctl, uint64_t client, json_t *reply);
+/* Subscribe a client to broadcasts (the watch command). */
+void control_watch(struct control *ctl, uint64_t client);
+/* Send to every watching client; slow ones miss lines instead of growing
+ * an unbounded queue. Does not steal msg. */
+void control_broadcast(struct control *ctl, json_t *msg);
+int control_watchers(struct control *ctl);
+/* Closes every connection and the listener, removes the socket file. */
+void control_close(struct control *ctl);
+
+/* {"ok":false,"error":msg} */
+json_t *control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,429 @@
+/*
+ * train: see train.h.
+ *
+ * Reproducibility: the order of samples in epoch e is a shuffle of the shard
+ * drawn from the stream (seed, "epoch", shard, e), and the partial batch at
+ * the end of an epoch is dropped, so step s always sees the same samples.
+ * A resumed run therefore continues exactly where the checkpointed one was,
+ * and two runs with the same seed and thread count are bit-identical.
+ */
+#include "train.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+#include "log.h"
+#include "rng.h"
+
+/* Smoothing of the loss shown to users: about the last 50 steps. */
+#define TRAIN_LOSS_ALPHA 0.02
+/* Minimum time between progress notifications to the loop. */
+#define TRAIN_NOTIFY_INTERVAL 0.25
+
+struct trainer {
+	const struct config *cfg;
+	struct model *m;
+	const struct data_set *train, *test;
+	size_t *idx, n;           /* this peer's shard (owned copy) */
+	size_t *order;            /* shard order of the current epoch */
+	float *xb;                /* one batch, gathered */
+	uint8_t *yb;
+	uint64_t start_step;
+	uint64_t steps_per_epoch;
+	uint64_t total_steps;
+	void (*notify)(void *);
+	void *notify_arg;
+
+	pthread_t thread;
+	int started;
+	atomic_bool stop;
+	atomic_uint_fast64_t ckpt_requested;
+
+	pthread_mutex_t mu;       /* guards prog */
+	struct train_progress prog;
+};
+
+double
+train_lr_at(const struct config *cfg, uint64_t s, uint64_t steps_per_epoch, uint64_t total)
+{
+	double warm = cfg->warmup_epochs * (double)steps_per_epoch;
+	double base = cfg->lr, t;
+
+	if ((double)s < warm)
+		return base * ((double)s + 1.0) / warm;
+	switch (cfg->lr_schedule) {
+	case LR_COSINE:
+		if ((double)total <= warm)
+			return base;
+		t = ((double)s - warm) / ((double)total - warm);
+		return base * 0.5 * (1.0 + cos(M_PI * (t > 1.0 ? 1.0 : t)));
+	case LR_STEP:
+		return base * pow(cfg->lr_step_gamma,
+		    floor((double)s / (cfg->lr_step_epochs * (double)steps_per_epoch)));
+	case LR_CONSTANT:
+		break;
+	}
+	return base;
+}
+
+int
+train_new(const struct config *cfg, struct model *m, const struct data_set *train,
+    const size_t *idx, size_t n, const struct data_set *test, uint64_t start_step,
+    void (*notify)(void *), void *notify_arg, struct trainer **out, struct errbuf *err)
+{
+	size_t bs = (size_t)cfg->batch_size;
+	struct trainer *t;
+
+	if (n < bs)
+		return errbuf_set(err, -EINVAL,
+		    "batch_size: %zu exceeds the %zu samples of this peer's shard", bs, n);
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	pthread_mutex_init(&t->mu, NULL);
+	t->cfg = cfg;
+	t->m = m;
+	t->train = train;
+	t->test = test;
+	t->n = n;
+	t->idx = malloc(n * sizeof(*t->idx));
+	t->order = malloc(n * sizeof(*t->order));
+	t->xb = malloc(bs * train->dim * sizeof(*t->xb));
+	t->yb = malloc(bs);
+	if (t->idx == NULL || t->order == NULL || t->xb == NULL || t->yb == NULL) {
+		train_free(t);
+		return errbuf_set(err, -ENOMEM, "out of memory for the trainer's buffers");
+	}
+	memcpy(t->idx, idx, n * sizeof(*idx));
+	t->steps_per_epoch = n / bs;
+	t->total_steps = (uint64_t)cfg->epochs * t->steps_per_epoch;
+	if (cfg->max_steps > 0 && cfg->max_steps < t->total_steps)
+		t->total_steps = cfg->max_steps;
+	t->start_step = start_step;
+	t->notify = notify;
+	t->notify_arg = notify_arg;
+	t->prog.state = TRAIN_TRAINING;
+	t->prog.step = start_step;
+	t->prog.total_steps = t->total_steps;
+	t->prog.epoch = (uint32_t)(start_step / t->steps_per_epoch);
+	t->prog.test_loss = -1;
+	t->prog.accuracy = -1;
+	*out = t;
+	return 0;
+}
+
+static void
+train_publish(struct trainer *t, void (*update)(struct train_progress *, const void *),
+    const void *arg)
+{
+	pthread_mutex_lock(&t->mu);
+	update(&t->prog, arg);
+	pthread_mutex_unlock(&t->mu);
+	if (t->notify != NULL)
+		t->notify(t->notify_arg);
+}
+
+static void
+train_shuffle_epoch(struct trainer *t, uint64_t epoch)
+{
+	struct rng r;
+
+	memcpy(t->order, t->idx, t->n * sizeof(*t->order));
+	rng_init(&r, t->cfg->seed, "epoch", t->cfg->shard_index, epoch);
+	rng_shuffle(&r, t->order, t->n);
+	rng_clear(&r);
+}
+
+static void
+train_gather_batch(struct trainer *t, uint64_t pos)
+{
+	size_t bs = (size_t)t->cfg->batch_size, dim = t->train->dim;
+
+	for (size_t i = 0; i < bs; i++) {
+		size_t k = t->order[pos * bs + i];
+
+		memcpy(t->xb + i * dim, t->train->x + k * dim, dim * sizeof(float));
+		t->yb[i] = t->train->y[k];
+	}
+}
+
+struct train_eval_result {
+	int rc;
+	uint64_t step;
+	double loss, accuracy;
+};
+
+static void
+train_set_eval(struct train_progress *p, const void *arg)
+{
+	const struct train_eval_result *e = arg;
+
+	p->test_loss = e->loss;
+	p->accuracy = e->accuracy;
+	p->eval_step = e->step;
+}
+
+static int
+train_evaluate(struct trainer *t, uint64_t step)
+{
+	struct train_eval_result e = { 0, step, 0, 0 };
+	size_t n = t->test->n;
+
+	if (t->cfg->eval_samples > 0 && t->cfg->eval_samples < n)
+		n = t->cfg->eval_samples;
+	e.rc = model_evaluate(t->m, t->test->x, t->test->y, n, &e.loss, &e.accuracy);
+	if (e.rc < 0)
+		return e.rc;
+	log_info("step %llu epoch %llu: test loss %.4f accuracy %.4f",
+	    (unsigned long long)step, (unsigned long long)(step / t->steps_per_epoch),
+	    e.loss, e.accuracy);
+	train_publish(t, train_set_eval, &e);
+	return 0;
+}
+
+struct train_ckpt_result {
+	int rc;
+	uint64_t ticket;
+	char msg[256];
+};
+
+static void
+train_set_ckpt(struct train_progress *p, const void *arg)
+{
+	const struct train_ckpt_result *c = arg;
+
+	p->ckpt_rc = c->rc;
+	if (c->ticket > p->ckpt_done)
+		p->ckpt_done = c->ticket;
+	snprintf(p->ckpt_msg, sizeof(p->ckpt_msg), "%s", c->msg);
+}
+
+/* Snapshot and save; the result goes to progress under `ticket`. */
+static int
+train_checkpoint(struct trainer *t, uint64_t step, uint64_t ticket)
+{
+	struct train_ckpt_result res = { 0, ticket, "" };
+	struct ckpt_state st;
+	struct errbuf err = { "" };
+
+	if (t->cfg->checkpoint_dir == NULL) {
+		res.rc = -ENOENT;
+		snprintf(res.msg, sizeof(res.msg), "no checkpoint_dir configured");
+		goto out;
+	}
+	memset(&st, 0, sizeof(st));
+	st.spec = t->m->spec;
+	st.d = t->m->d;
+	st.step = step;
+	st.epoch = (uint32_t)(step / t->steps_per_epoch);
+	st.seed = t->cfg->seed;
+	st.x = malloc(st.d * sizeof(float));
+	st.v = malloc(st.d * sizeof(float));
+	if (st.x == NULL || st.v == NULL) {
+		res.rc = -ENOMEM;
+		snprintf(res.msg, sizeof(res.msg), "out of memory for a checkpoint");
+	} else if ((res.rc = model_snapshot(t->m, st.x, st.v)) < 0) {
+		snprintf(res.msg, sizeof(res.msg), "model snapshot failed: %s", strerror(-res.rc));
+	} else {
+		res.rc = ckpt_save(t->cfg->checkpoint_dir, &st, t->cfg->checkpoint_keep,
+		    res.msg, sizeof(res.msg), &err);
+		if (res.rc < 0)
+			snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
+		else
+			log_info("checkpoint %s", res.msg);
+	}
+	free(st.x);
+	free(st.v);
+	if (res.rc < 0)
+		log_error("checkpoint at step %llu failed: %s", (unsigned long long)step, res.msg);
+out:
+	train_publish(t, train_set_ckpt, &res);
+	return res.rc;
+}
+
+struct train_step_result {
+	uint64_t step, epoch;
+	double lr, loss, sps, elapsed;
+	int first;
+};
+
+static void
+train_set_step(struct train_progress *p, const void *arg)
+{
+	const struct train_step_result *s = arg;
+
+	p->step = s->step;
+	p->epoch = (uint32_t)s->epoch;
+	p->lr = s->lr;
+	p->loss = s->first ? s->loss : p->loss + TRAIN_LOSS_ALPHA * (s->loss - p->loss);
+	p->samples_per_s = s->sps;
+	p->elapsed = s->elapsed;
+}
+
+static void
+train_set_state(struct train_progress *p, const void *arg)
+{
+	p->state = *(const enum train_state *)arg;
+}
+
+static void
+train_fail(struct trainer *t, const char *what, int rc)
+{
+	enum train_state st = TRAIN_FAILED;
+
+	pthread_mutex_lock(&t->mu);
+	snprintf(t->prog.error, sizeof(t->prog.error), "%s: %s", what, strerror(-rc));
+	pthread_mutex_unlock(&t->mu);
+	log_error("trainer: %s: %s", what, strerror(-rc));
+	train_publish(t, train_set_state, &st);
+}
+
+static void *
+train_main(void *arg)
+{
+	struct trainer *t = arg;
+	const struct config *cfg = t->cfg;
+	struct sgd_hparams h = { 0, (float)cfg->momentum, (float)cfg->weight_decay };
+	uint64_t step = t->start_step, shuffled_epoch = UINT64_MAX, ckpt_ticket_done = 0;
+	uint64_t window_step = step, last_eval = UINT64_MAX, last_ckpt = UINT64_MAX;
+	double t0 = util_now(), window_t = t0, last_notify = 0, sps = 0;
+	enum train_state st;
+	int first = 1, rc;
+
+	while (step < t->total_steps && !atomic_load(&t->stop)) {
+		uint64_t epoch = step / t->steps_per_epoch, pos = step % t->steps_per_epoch;
+		uint64_t ticket = atomic_load(&t->ckpt_requested);
+		struct train_step_result sr;
+		float loss;
+		double now;
+
+		if (epoch != shuffled_epoch) {
+			train_shuffle_epoch(t, epoch);
+			shuffled_epoch = epoch;
+		}
+		train_gather_batch(t, pos);
+		h.lr = (float)train_lr_at(cfg, step, t->steps_per_epoch, t->total_steps);
+		rc = model_train_step(t->m, t->xb, t->yb, cfg->batch_size, &h, &loss);
+		if (rc < 0) {
+			train_fail(t, "training step", rc);
+			return NULL;
+		}
+		if (!isfinite(loss)) {
+			train_fail(t, "training diverged (loss is not finite; lower lr)", -EDOM);
+			return NULL;
+		}
+		step++;
+		now = util_now();
+		if (now - window_t >= 1.0) {
+			sps = (double)(step - window_step) * cfg->batch_size / (now - window_t);
+			window_t = now;
+			window_step = step;
+		} else if (sps == 0 && now > t0) {
+			sps = (double)(step - t->start_step) * cfg->batch_size / (now - t0);
+		}
+		sr = (struct train_step_result){ step, step / t->steps_per_epoch, h.lr, loss,
+		    sps, now - t0, first };
+		first = 0;
+		pthread_mutex_lock(&t->mu);
+		train_set_step(&t->prog, &sr);
+		pthread_mutex_unlock(&t->mu);
+		if (t->notify != NULL && now - last_notify >= TRAIN_NOTIFY_INTERVAL) {
+			last_notify = now;
+			t->notify(t->notify_arg);
+		}
+
+		if ((cfg->eval_every > 0 && step % (uint64_t)cfg->eval_every == 0) ||
+		    (cfg->eval_every == 0 && step % t->steps_per_epoch == 0)) {
+			if ((rc = train_evaluate(t, step)) < 0) {
+				train_fail(t, "evaluation", rc);
+				return NULL;
+			}
+			last_eval = step;
+		}
+		if (ticket > ckpt_ticket_done ||
+		    (cfg->checkpoint_dir != NULL &&
+		    ((cfg->checkpoint_every > 0 && step % (uint64_t)cfg->checkpoint_every == 0) ||
+		    (cfg->checkpoint_every == 0 && step % t->steps_per_epoch == 0)))) {
+			train_checkpoint(t, step, ticket);
+			ckpt_ticket_done = ticket;
+			last_ckpt = step;
+		}
+	}
+
+	if (atomic_load(&t->stop)) {
+		st = TRAIN_LEAVING;
+		train_publish(t, train_set_state, &st);
+	}
+	if (last_eval != step && (rc = train_evaluate(t, step)) < 0) {
+		train_fail(t, "evaluation", rc);
+		return NULL;
+	}
+	/* The final checkpoint also answers any request still pending. */
+	if ((cfg->checkpoint_dir != NULL && last_ckpt != step) ||
+	    atomic_load(&t->ckpt_requested) > ckpt_ticket_done)
+		train_checkpoint(t, step, atomic_load(&t->ckpt_requested));
+	st = TRAIN_DONE;
+	train_publish(t, train_set_state, &st);
+	return NULL;
+}
+
+int
+train_start(struct trainer *t, struct errbuf *err)
+{
+	int rc = pthread_create(&t->thread, NULL, train_main, t);
+
+	if (rc != 0)
+		return errbuf_set(err, -rc, "cannot start the trainer thread: %s", strerror(rc));
+	t->started = 1;
+	return 0;
+}
+
+void
+train_get_progress(struct trainer *t, struct train_progress *p)
+{
+	pthread_mutex_lock(&t->mu);
+	*p = t->prog;
+	pthread_mutex_unlock(&t->mu);
+}
+
+uint64_t
+train_request_checkpoint(struct trainer *t)
+{
+	return atomic_fetch_add(&t->ckpt_requested, 1) + 1;
+}
+
+void
+train_request_stop(struct trainer *t)
+{
+	atomic_store(&t->stop, true);
+}
+
+void
+train_join(struct trainer *t)
+{
+	if (t->started) {
+		pthread_join(t->thread, NULL);
+		t->started = 0;
+	}
+}
+
+void
+train_free(struct trainer *t)
+{
+	if (t == NULL)
+		return;
+	train_join(t);
+	pthread_mutex_destroy(&t->mu);
+	free(t->idx);
+	free(t->order);
+	free(t->xb);
+	free(t->yb);
+	free(t);
+}

@@ -1,0 +1,65 @@
+/*
+ * train: the trainer thread. It owns the pass over this peer's shard (the
+ * per-epoch shuffle, batching, learning-rate schedule, periodic test-set
+ * evaluation and checkpoints) and runs SGD steps back to back. It never
+ * touches the network or the event loop: it publishes progress under a
+ * mutex and pokes the loop through the notify callback (uv_async_send in
+ * the daemon), and the loop asks it to checkpoint or stop through flags it
+ * reads between steps.
+ */
+#ifndef GD_TRAIN_H
+#define GD_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "data.h"
+#include "model.h"
+#include "util.h"
+
+enum train_state { TRAIN_TRAINING, TRAIN_LEAVING, TRAIN_DONE, TRAIN_FAILED };
+
+struct train_progress {
+	enum train_state state;
+	uint64_t step;            /* optimizer steps taken (resumed ones included) */
+	uint64_t total_steps;
+	uint32_t epoch;           /* current epoch, 0-based */
+	double lr;
+	double loss;              /* running mean of recent training losses */
+	double test_loss;         /* last evaluation; < 0 before the first one */
+	double accuracy;          /* last evaluation; < 0 before the first one */
+	uint64_t eval_step;       /* step of the last evaluation */
+	double samples_per_s;     /* recent training throughput */
+	double elapsed;           /* seconds since the trainer started */
+	uint64_t ckpt_done;       /* checkpoint requests completed so far */
+	int ckpt_rc;              /* result of the last checkpoint */
+	char ckpt_msg[256];       /* its path, or why it failed */
+	char error[256];          /* why the trainer failed (TRAIN_FAILED) */
+};
+
+struct trainer;
+
+/* The trainer borrows cfg, m and the data sets (they outlive it); idx is
+ * this peer's shard. start_step > 0 resumes mid-way (see ckpt). notify is
+ * called from the trainer thread whenever progress is worth showing. */
+int train_new(const struct config *cfg, struct model *m, const struct data_set *train,
+    const size_t *idx, size_t n, const struct data_set *test, uint64_t start_step,
+    void (*notify)(void *), void *notify_arg, struct trainer **out, struct errbuf *err);
+int train_start(struct trainer *t, struct errbuf *err);
+void train_get_progress(struct trainer *t, struct train_progress *p);
+/* Returns the request's ticket: the checkpoint is done when
+ * progress.ckpt_done >= ticket. */
+uint64_t train_request_checkpoint(struct trainer *t);
+/* Finish the current step, write a final checkpoint, stop. */
+void train_request_stop(struct trainer *t);
+/* Waits for the thread; call once it reported DONE or FAILED, or after
+ * train_request_stop. */
+void train_join(struct trainer *t);
+void train_free(struct trainer *t);
+
+/* The learning rate at step s of total (exposed for tests). */
+double train_lr_at(const struct config *cfg, uint64_t s, uint64_t steps_per_epoch,
+    uint64_t total);
+
+#endif

@@ -1,0 +1,124 @@
+#!/bin/sh
+# One real peer on the real dataset: bad configuration and data are refused
+# with exit 2 and a reason; the control socket serves every command, shrugs
+# off garbage, and `leave` ends the peer with exit 0 and a final checkpoint.
+. "$(dirname "$0")/lib.sh"
+need_data
+
+# --- bad usage: exit 2, naming the key ---
+expect_usage() {
+	want=$1; shift
+	"$GOSSIPD" --foreground --control "$T/x.sock" "$@" >"$T/out" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "gossipd $* exited $rc, wanted 2: $(cat "$T/out")"
+	grep -q -- "$want" "$T/out" || fail "gossipd $*: no '$want' in: $(cat "$T/out")"
+}
+expect_usage "batch_size" --batch-size -3
+expect_usage "unknown option" --no-such-flag
+printf 'epochs = 2\nwarp = 9\n' >"$T/bad.conf"
+expect_usage "unknown key 'warp'" -c "$T/bad.conf"
+expect_usage "data:" --data "$T/nowhere"
+mkdir "$T/trunc"
+cp "$DATA"/*.gz "$T/trunc/"
+gzip -dc "$DATA/train-images-idx3-ubyte.gz" | head -c 1000000 >"$T/trunc/train-images-idx3-ubyte"
+rm "$T/trunc/train-images-idx3-ubyte.gz"
+expect_usage "truncated" --data "$T/trunc"
+ok "bad flags, keys, data refused with exit 2"
+
+# --- a running peer and its control socket ---
+S="$T/ctl/peer.sock"
+start a --control "$S" --max-steps 1000000 --eval-every 500 --eval-samples 2000 \
+	--checkpoint-dir "$T/ck" --seed 7
+wait_socket "$S"
+[ "$(stat -c %a "$T/ctl")" = 700 ] || fail "socket directory is not 0700"
+[ "$(stat -c %a "$S")" = 600 ] || fail "socket is not 0600"
+
+"$GOSSIPCTL" -s "$S" status >"$T/status" || fail "status failed"
+grep -q '^state  *training' "$T/status" || fail "status table: $(cat "$T/status")"
+"$GOSSIPCTL" -s "$S" --json status >"$T/status.json" || fail "status --json failed"
+for f in id job state step epoch loss accuracy members bytes_sent bytes_received exchanges; do
+	json_get "$f" <"$T/status.json" >/dev/null || fail "status lacks $f"
+done
+"$GOSSIPCTL" -s "$S" --json stats | json_get train >/dev/null || fail "stats"
+"$GOSSIPCTL" -s "$S" set log_level debug >/dev/null || fail "set log_level"
+"$GOSSIPCTL" -s "$S" set batch_size 3 2>"$T/err" && fail "set batch_size accepted"
+grep -q "cannot change" "$T/err" || fail "set batch_size: $(cat "$T/err")"
+"$GOSSIPCTL" -s "$S" --json checkpoint >"$T/ck.json" || fail "checkpoint failed"
+ck=$(json_get path <"$T/ck.json")
+[ -f "$ck" ] || fail "checkpoint $ck missing"
+ok "status, stats, set, checkpoint"
+
+# Watch streams at least two progress lines.
+timeout 5 "$GOSSIPCTL" -s "$S" --json watch >"$T/watch" 2>&1
+n=$(grep -c '"step"' "$T/watch")
+[ "$n" -ge 2 ] || fail "watch gave $n lines: $(head -c 500 "$T/watch")"
+ok "watch streams progress ($n lines in 5 s)"
+
+# Garbage: bad JSON, no cmd, unknown command, a 1 MiB line, 100 clients.
+$PYTHON - "$S" <<'PY' || fail "control socket abuse"
+import json, socket, sys
+path = sys.argv[1]
+def conn():
+    s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(path); return s
+def ask(s, line):
+    try:
+        s.sendall(line)
+    except (BrokenPipeError, ConnectionResetError):
+        pass            # the server may refuse before reading it all
+    buf = b""
+    while not buf.endswith(b"\n"):
+        d = s.recv(65536)
+        if not d: break
+        buf += d
+    return json.loads(buf)
+s = conn()
+for bad in (b"{nope\n", b"[1,2]\n", b'{"x":1}\n', b'{"cmd":"frobnicate"}\n', b'\xff\xfe\n'):
+    r = ask(s, bad)
+    assert r["ok"] is False and r["error"], (bad, r)
+assert ask(s, b'{"cmd":"status"}\n')["ok"] is True   # same connection still served
+big = conn()
+r = ask(big, b"{" + b" " * (1 << 20) + b"}\n")
+assert r["ok"] is False and "longer" in r["error"], r
+many = [conn() for _ in range(100)]
+for c in many: c.sendall(b'{"cmd":"status"}\n')
+for c in many:
+    buf = b""
+    while not buf.endswith(b"\n"): buf += c.recv(65536)
+    assert json.loads(buf)["ok"] is True
+half = conn(); half.sendall(b'{"cmd":"sta')   # left hanging
+print("control socket survived garbage")
+PY
+"$GOSSIPCTL" -s "$S" status >/dev/null || fail "daemon unresponsive after garbage"
+ok "garbage on the control socket gets error replies, daemon unaffected"
+
+# A second daemon must not steal a live socket.
+"$GOSSIPD" --foreground --control "$S" --max-steps 10 >"$T/dup.log" 2>&1
+[ $? -eq 1 ] || fail "second daemon on a live socket did not exit 1"
+grep -q "in use" "$T/dup.log" || fail "no 'in use' reason: $(cat "$T/dup.log")"
+
+# Leave: exit 0 with a final checkpoint.
+"$GOSSIPCTL" -s "$S" leave >/dev/null || fail "leave failed"
+wait_exit "$pid_a" 30
+rc=$?
+[ $rc -eq 0 ] || fail "peer exited $rc after leave: $(tail -5 "$T/a.log")"
+last=$(ls "$T/ck" | sort | tail -1)
+step=$(grep -o 'done: [0-9]*' "$T/a.log" | grep -o '[0-9]*')
+[ "$last" = "$(printf 'ckpt-%012d.gdc' "$step")" ] || fail "final checkpoint $last is not at step $step"
+[ ! -e "$S" ] || fail "socket left behind"
+ok "leave: exit 0, final checkpoint at step $step"
+
+# A stale socket file (peer killed) is replaced.
+start b --control "$S" --max-steps 100000 --eval-samples 1000
+wait_socket "$S"
+kill -9 "$pid_b"
+wait "$pid_b" 2>/dev/null
+start c --control "$S" --max-steps 50 --eval-samples 1000
+wait_exit "$pid_c" 30 || fail "peer on a stale socket failed: $(cat "$T/c.log")"
+ok "stale socket replaced"
+
+# SIGTERM also leaves cleanly.
+start d --control "$T/ctl/d.sock" --max-steps 100000 --eval-samples 1000
+wait_socket "$T/ctl/d.sock"
+kill -TERM "$pid_d"
+wait_exit "$pid_d" 30 || fail "SIGTERM: non-zero exit"
+ok "SIGTERM leaves with exit 0"

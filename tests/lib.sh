@@ -1,0 +1,66 @@
+# Shared helpers of the shell tests. Source it; it sets GOSSIPD, GOSSIPCTL,
+# a private temporary directory T (removed on exit, with every daemon the
+# test started) and fail/skip helpers that speak the automake protocol.
+
+: "${top_builddir:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${top_srcdir:=$top_builddir}"
+GOSSIPD="$top_builddir/src/gossipd"
+GOSSIPCTL="$top_builddir/src/gossipctl"
+PYTHON=/usr/bin/python3
+DATA=/usr/share/datasets/fashion-mnist
+T=$(mktemp -d /tmp/gossipd-test.XXXXXX)
+chmod 700 "$T"
+PIDS=
+
+cleanup() {
+	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*" >&2; exit 77; }
+ok() { echo "ok: $*"; }
+
+need_data() {
+	[ -f "$DATA/train-images-idx3-ubyte.gz" ] ||
+		skip "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+}
+
+# start NAME ARGS...: gossipd in the background, log in $T/NAME.log,
+# pid in the variable pid_NAME.
+start() {
+	name=$1; shift
+	"$GOSSIPD" --foreground "$@" >"$T/$name.log" 2>&1 &
+	eval "pid_$name=$!"
+	PIDS="$PIDS $!"
+}
+
+# wait_socket PATH [SECONDS]
+wait_socket() {
+	i=0
+	while [ ! -S "$1" ]; do
+		i=$((i + 1))
+		[ $i -gt $((${2:-20} * 10)) ] && fail "socket $1 did not appear"
+		sleep 0.1
+	done
+}
+
+# wait_exit PID SECONDS: exit status of PID, or fail after SECONDS.
+wait_exit() {
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		if [ -r "/proc/$1/stat" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat")" = Z ]; then
+			break
+		fi
+		i=$((i + 1))
+		[ $i -gt $(($2 * 10)) ] && fail "pid $1 still running after $2 s"
+		sleep 0.1
+	done
+	wait "$1"
+}
+
+# json_get FIELD: read a JSON object on stdin, print one field.
+json_get() {
+	$PYTHON -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
+}
