@@ -18,8 +18,10 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "gossipd/control.h"
+#include "session.h"
 #include "util.h"
 
 #define CTL_EXIT_ERROR 1
@@ -47,6 +49,7 @@ ctl_usage(FILE *f)
 	    "  checkpoint        write a checkpoint now and print its path\n"
 	    "  leave             stop the peer cleanly (final checkpoint, exit 0)\n"
 	    "  set KEY VALUE     change a runtime-tunable key (log_level)\n"
+	    "  keygen FILE       write a new 32-byte job key to FILE (mode 0600)\n"
 	    "\nOptions:\n"
 	    "  -s, --socket PATH  control socket (default: /tmp/gossipd-UID/JOB.sock)\n"
 	    "  -j, --job NAME     job whose default socket to use (default: "
@@ -311,6 +314,20 @@ main(int argc, char **argv)
 		return CTL_EXIT_USAGE;
 	}
 	cmd = argv[optind++];
+	if (strcmp(cmd, "keygen") == 0) {
+		struct errbuf err = { "" };
+
+		if (argc - optind != 1) {
+			fprintf(stderr, "gossipctl: usage: keygen FILE\n");
+			return CTL_EXIT_USAGE;
+		}
+		if (sodium_init() < 0 || session_key_generate(argv[optind], &err) < 0) {
+			fprintf(stderr, "gossipctl: keygen: %s\n", err.msg);
+			return CTL_EXIT_ERROR;
+		}
+		printf("wrote a new job key to %s\n", argv[optind]);
+		return 0;
+	}
 	if (strcmp(cmd, "set") == 0) {
 		if (argc - optind != 2) {
 			fprintf(stderr, "gossipctl: usage: set KEY VALUE\n");

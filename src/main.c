@@ -27,7 +27,9 @@
 #include "gossipd/control.h"
 #include "log.h"
 #include "model.h"
+#include "session.h"
 #include "train.h"
+#include "transport.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -48,6 +50,7 @@ struct daemon {
 	struct model *model;
 	struct trainer *trainer;
 	struct control *control;
+	struct transport *transport;   /* NULL without --listen */
 	uv_async_t wake;
 	uv_signal_t sigterm, sigint;
 	struct pending_ckpt *pending;
@@ -71,10 +74,15 @@ static json_t *
 daemon_status(struct daemon *d)
 {
 	struct train_progress p;
+	uint64_t sent = 0, received = 0;
 	char id[17];
 
 	train_get_progress(d->trainer, &p);
 	snprintf(id, sizeof(id), "%016" PRIx64, d->id);
+	if (d->transport != NULL) {
+		sent = transport_bytes_sent(d->transport);
+		received = transport_bytes_received(d->transport);
+	}
 	return json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I,"
 	    " s:f, s:f, s:i, s:I, s:I, s:I}",
 	    "ok", 1, "id", id, "job", d->cfg.job, "state", state_name(p.state),
@@ -82,23 +90,30 @@ daemon_status(struct daemon *d)
 	    "epoch", (json_int_t)p.epoch, "lr", p.lr, "loss", p.loss,
 	    "accuracy", p.accuracy, "test_loss", p.test_loss,
 	    "eval_step", (json_int_t)p.eval_step, "samples_per_s", p.samples_per_s,
-	    "elapsed", p.elapsed, "members", 1, "bytes_sent", (json_int_t)0,
-	    "bytes_received", (json_int_t)0, "exchanges", (json_int_t)0);
+	    "elapsed", p.elapsed, "members", 1, "bytes_sent", (json_int_t)sent,
+	    "bytes_received", (json_int_t)received, "exchanges", (json_int_t)0);
 }
 
 static json_t *
 daemon_stats(struct daemon *d)
 {
 	struct train_progress p;
+	json_t *stats, *net;
 
 	train_get_progress(d->trainer, &p);
-	return json_pack("{s:b, s:{s:I, s:I, s:i, s:f, s:I}, s:{s:s, s:s, s:I, s:i}}",
+	stats = json_pack("{s:b, s:{s:I, s:I, s:i, s:f, s:I}, s:{s:s, s:s, s:I, s:i}}",
 	    "ok", 1,
 	    "train", "steps", (json_int_t)p.step, "checkpoints", (json_int_t)p.ckpt_done,
 	    "shard_samples", (int)d->shard_n, "samples_per_s", p.samples_per_s,
 	    "evaluations_at", (json_int_t)p.eval_step,
 	    "model", "device", d->cfg.device, "log_level", d->cfg.log_level,
 	    "parameters", (json_int_t)d->model->d, "threads", d->cfg.threads);
+	if (d->transport != NULL) {
+		net = json_object();
+		transport_stats_json(d->transport, net);
+		json_object_set_new(stats, "transport", net);
+	}
+	return stats;
 }
 
 static void daemon_shutdown(struct daemon *d);
@@ -220,6 +235,60 @@ daemon_wake(uv_async_t *h)
 	}
 }
 
+/* No application speaks over the transport yet: membership and gossip
+ * register their message types here when they land. */
+static void
+daemon_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
+    const uint8_t *payload, size_t len)
+{
+	(void)arg;
+	(void)payload;
+	log_debug("message type %u of %zu bytes from %016" PRIx64 " at %s: no handler",
+	    type, len, sender, addr);
+}
+
+static void
+daemon_peer_down(void *arg, const char *addr, uint64_t id, int status)
+{
+	(void)arg;
+	log_info("peer %016" PRIx64 " at %s unreachable: %s", id, addr, strerror(-status));
+}
+
+/* Key errors are configuration errors (exit 2); an endpoint that cannot
+ * open is a runtime failure (exit 1). */
+static int
+daemon_open_transport(struct daemon *d, int *exit_code, struct errbuf *err)
+{
+	struct transport_callbacks cbs = { daemon_recv, daemon_peer_down, d };
+	struct transport_params tp;
+	struct errbuf why = { "" };
+	uint8_t key[SESSION_KEY_SIZE];
+	int rc;
+
+	if (d->cfg.listen == NULL)
+		return 0;
+	if ((rc = session_key_load(d->cfg.key_file, key, &why)) < 0) {
+		*exit_code = EXIT_USAGE;
+		return errbuf_set(err, rc, "key_file: %s", why.msg);
+	}
+	memset(&tp, 0, sizeof(tp));
+	tp.listen = d->cfg.listen;
+	tp.provider = d->cfg.provider;
+	tp.key = key;
+	tp.job = d->cfg.job;
+	tp.self_id = d->id;
+	tp.max_message_size = d->cfg.max_message_size;
+	rc = transport_open(d->loop, &tp, &cbs, &d->transport, &why);
+	sodium_memzero(key, sizeof(key));
+	if (rc < 0) {
+		*exit_code = EXIT_RUNTIME;
+		return errbuf_set(err, rc, "listen %s (provider %s): %s", d->cfg.listen,
+		    d->cfg.provider, why.msg);
+	}
+	log_info("fabric endpoint on %s (provider %s)", d->cfg.listen, d->cfg.provider);
+	return 0;
+}
+
 static void
 daemon_signal(uv_signal_t *h, int signum)
 {
@@ -238,6 +307,10 @@ daemon_shutdown(struct daemon *d)
 	if (d->trainer != NULL)
 		train_request_stop(d->trainer);
 	control_close(d->control);
+	if (d->transport != NULL) {
+		transport_close(d->transport, NULL, NULL);
+		d->transport = NULL;
+	}
 	uv_close((uv_handle_t *)&d->wake, NULL);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
@@ -411,7 +484,7 @@ main(int argc, char **argv)
 	struct errbuf err = { "" };
 	enum log_level level;
 	uint64_t start_step;
-	int rc;
+	int rc, code;
 
 	memset(&d, 0, sizeof(d));
 	d.exit_code = 0;
@@ -473,6 +546,14 @@ main(int argc, char **argv)
 		log_error("%s", err.msg);
 		daemon_free(&d);
 		return EXIT_RUNTIME;
+	}
+	if (daemon_open_transport(&d, &code, &err) < 0) {
+		log_error("%s", err.msg);
+		control_close(d.control);
+		uv_run(d.loop, UV_RUN_DEFAULT);
+		uv_loop_close(d.loop);
+		daemon_free(&d);
+		return code;
 	}
 	uv_async_init(d.loop, &d.wake, daemon_wake);
 	d.wake.data = &d;

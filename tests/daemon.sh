@@ -23,12 +23,24 @@ cp "$DATA"/*.gz "$T/trunc/"
 gzip -dc "$DATA/train-images-idx3-ubyte.gz" | head -c 1000000 >"$T/trunc/train-images-idx3-ubyte"
 rm "$T/trunc/train-images-idx3-ubyte.gz"
 expect_usage "truncated" --data "$T/trunc"
+expect_usage "key_file" --listen 127.0.0.1:23999 --key-file "$T/missing.key"
 ok "bad flags, keys, data refused with exit 2"
+
+# Job keys: made 0600, never overwritten; verbs without RDMA fails cleanly.
+"$GOSSIPCTL" keygen "$T/job.key" >/dev/null || fail "keygen"
+[ "$(stat -c '%a %s' "$T/job.key")" = "600 32" ] || fail "key file is not 0600, 32 bytes"
+"$GOSSIPCTL" keygen "$T/job.key" 2>/dev/null && fail "keygen overwrote a key"
+"$GOSSIPD" --foreground --control "$T/v.sock" --listen 127.0.0.1:23998 \
+	--key-file "$T/job.key" --provider verbs --max-steps 5 >"$T/verbs.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "verbs without RDMA: exit $rc, wanted 1: $(cat "$T/verbs.log")"
+grep -q "verbs" "$T/verbs.log" || fail "verbs failure not explained"
+ok "keygen; --provider verbs without RDMA exits 1: $(grep -o 'verbs;ofi_rxm.*' "$T/verbs.log")"
 
 # --- a running peer and its control socket ---
 S="$T/ctl/peer.sock"
 start a --control "$S" --max-steps 1000000 --eval-every 500 --eval-samples 2000 \
-	--checkpoint-dir "$T/ck" --seed 7
+	--checkpoint-dir "$T/ck" --seed 7 --listen 127.0.0.1:23997 --key-file "$T/job.key"
 wait_socket "$S"
 [ "$(stat -c %a "$T/ctl")" = 700 ] || fail "socket directory is not 0700"
 [ "$(stat -c %a "$S")" = 600 ] || fail "socket is not 0600"
@@ -39,7 +51,9 @@ grep -q '^state  *training' "$T/status" || fail "status table: $(cat "$T/status"
 for f in id job state step epoch loss accuracy members bytes_sent bytes_received exchanges; do
 	json_get "$f" <"$T/status.json" >/dev/null || fail "status lacks $f"
 done
-"$GOSSIPCTL" -s "$S" --json stats | json_get train >/dev/null || fail "stats"
+"$GOSSIPCTL" -s "$S" --json stats >"$T/stats.json" || fail "stats"
+json_get train <"$T/stats.json" >/dev/null || fail "stats lack train"
+json_get transport <"$T/stats.json" | grep -q rejected || fail "stats lack transport counters"
 "$GOSSIPCTL" -s "$S" set log_level debug >/dev/null || fail "set log_level"
 "$GOSSIPCTL" -s "$S" set batch_size 3 2>"$T/err" && fail "set batch_size accepted"
 grep -q "cannot change" "$T/err" || fail "set batch_size: $(cat "$T/err")"
