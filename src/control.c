@@ -54,7 +54,7 @@ struct control {
 
 struct control_write {
 	uv_write_t req;
-	uv_buf_t buf;
+	char *data;
 };
 
 json_t *
@@ -114,7 +114,7 @@ control_write_done(uv_write_t *req, int status)
 	struct control_write *w = (struct control_write *)req;
 
 	(void)status;
-	free(w->buf.base);
+	free(w->data);
 	free(w);
 }
 
@@ -122,6 +122,7 @@ static void
 control_send(struct control_client *cl, json_t *msg)
 {
 	struct control_write *w;
+	uv_buf_t buf;
 	char *s;
 	size_t n;
 
@@ -132,13 +133,14 @@ control_send(struct control_client *cl, json_t *msg)
 		return;
 	n = strlen(s);
 	w = xmalloc(sizeof(*w));
-	w->buf.base = xmalloc(n + 1);
-	memcpy(w->buf.base, s, n);
-	w->buf.base[n] = '\n';
-	w->buf.len = n + 1;
+	w->data = xmalloc(n + 1);
+	memcpy(w->data, s, n);
+	w->data[n] = '\n';
 	free(s);
-	if (uv_write(&w->req, (uv_stream_t *)&cl->pipe, &w->buf, 1, control_write_done) < 0) {
-		free(w->buf.base);
+	/* uv_write copies the buffer descriptors; only the bytes must live on. */
+	buf = uv_buf_init(w->data, (unsigned)(n + 1));
+	if (uv_write(&w->req, (uv_stream_t *)&cl->pipe, &buf, 1, control_write_done) < 0) {
+		free(w->data);
 		free(w);
 		control_client_close(cl);
 	}

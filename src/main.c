@@ -435,7 +435,7 @@ daemon_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
 	if (rc < 0)
 		return errbuf_set(err, rc, "resume: %s", why.msg);
 	if ((rc = ckpt_load(path, &st, &why)) < 0)
-		return errbuf_set(err, rc, "resume: refusing %s: %s", path, why.msg);
+		return errbuf_set(err, rc, "resume: refusing the newest checkpoint: %s", why.msg);
 	if (!model_spec_equal(&st.spec, &d->model->spec)) {
 		model_spec_format(&st.spec, have, sizeof(have));
 		model_spec_format(&d->model->spec, want, sizeof(want));
