@@ -17,18 +17,11 @@
 
 #include <sodium.h>
 
+#include "check.h"
 #include "gossipd/ckpt_format.h"
 #include "ckpt.h"
 
-static int failures;
 static char tmpdir[256];
-
-#define CHECK(c) do { \
-	if (!(c)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-		failures++; \
-	} \
-} while (0)
 
 static void
 rm_tree(const char *dir)
@@ -303,7 +296,7 @@ test_corruption(void)
 	CHECK(ckpt_save(dir, &a, 0, path, sizeof(path), &err) == 0);
 	buf = read_whole(path, &n);
 	if (buf == NULL) {
-		failures++;
+		check_failures++;
 		return;
 	}
 	snprintf(bad, sizeof(bad), "%s/bad.gdc", dir);
@@ -426,10 +419,5 @@ main(void)
 	test_corruption();
 	test_unwritable();
 	rm_tree(tmpdir);
-	if (failures != 0) {
-		fprintf(stderr, "test_ckpt: %d failures\n", failures);
-		return 1;
-	}
-	printf("test_ckpt: ok\n");
-	return 0;
+	return check_exit("test_ckpt");
 }

@@ -8,18 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "config.h"
 
-static int failures;
-
-#define CHECK(cond, ...) do {                                           \
-	if (!(cond)) {                                                  \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__);                           \
-		fprintf(stderr, "\n");                                  \
-		failures++;                                             \
-	}                                                               \
-} while (0)
 
 static char tmpdir[] = "/tmp/test_config.XXXXXX";
 
@@ -61,8 +52,8 @@ expect_bad(const char *needle, const char **args)
 	struct errbuf err;
 	int rc = load(&c, &err, args);
 
-	CHECK(rc < 0, "accepted bad input (wanted error mentioning '%s')", needle);
-	CHECK(strstr(err.msg, needle) != NULL, "reason '%s' does not mention '%s'", err.msg,
+	CHECKF(rc < 0, "accepted bad input (wanted error mentioning '%s')", needle);
+	CHECKF(strstr(err.msg, needle) != NULL, "reason '%s' does not mention '%s'", err.msg,
 	    needle);
 	config_free(&c);
 }
@@ -83,11 +74,11 @@ main(void)
 
 	/* Defaults. */
 	rc = load(&c, &err, (const char *[]){ NULL });
-	CHECK(rc == 0, "defaults refused: %s", err.msg);
-	CHECK(c.batch_size == 64 && c.epochs == 15 && c.threads == 1, "bad defaults");
-	CHECK(strcmp(c.device, "cpu") == 0 && c.shard_count == 1, "bad defaults");
-	CHECK(c.model.nlayers == 3 && c.model.sizes[1] == 256, "default model");
-	CHECK(c.control != NULL && strstr(c.control, "default.sock") != NULL,
+	CHECKF(rc == 0, "defaults refused: %s", err.msg);
+	CHECKF(c.batch_size == 64 && c.epochs == 15 && c.threads == 1, "bad defaults");
+	CHECKF(strcmp(c.device, "cpu") == 0 && c.shard_count == 1, "bad defaults");
+	CHECKF(c.model.nlayers == 3 && c.model.sizes[1] == 256, "default model");
+	CHECKF(c.control != NULL && strstr(c.control, "default.sock") != NULL,
 	    "default control path %s", c.control ? c.control : "(null)");
 	config_free(&c);
 
@@ -105,18 +96,18 @@ main(void)
 	    "resume = no\n");
 	snprintf(arg, sizeof(arg), "%s", file);
 	rc = load(&c, &err, (const char *[]){ "--batch-size", "32", "-c", arg, NULL });
-	CHECK(rc == 0, "good file refused: %s", err.msg);
-	CHECK(c.batch_size == 32, "flag did not override the file: %d", c.batch_size);
-	CHECK(c.lr == 0.1, "lr from file: %g", c.lr);
-	CHECK(c.shard_index == 1 && c.shard_count == 4, "shard");
-	CHECK(c.partition.kind == DATA_DIRICHLET && c.partition.alpha == 0.5, "partition");
-	CHECK(c.model.nlayers == 2 && c.model.sizes[1] == 64, "model");
-	CHECK(c.max_message_size == 2u << 20, "size suffix: %zu", c.max_message_size);
-	CHECK(strcmp(c.job, "fm") == 0 && strstr(c.control, "fm.sock") != NULL, "job/control");
+	CHECKF(rc == 0, "good file refused: %s", err.msg);
+	CHECKF(c.batch_size == 32, "flag did not override the file: %d", c.batch_size);
+	CHECKF(c.lr == 0.1, "lr from file: %g", c.lr);
+	CHECKF(c.shard_index == 1 && c.shard_count == 4, "shard");
+	CHECKF(c.partition.kind == DATA_DIRICHLET && c.partition.alpha == 0.5, "partition");
+	CHECKF(c.model.nlayers == 2 && c.model.sizes[1] == 64, "model");
+	CHECKF(c.max_message_size == 2u << 20, "size suffix: %zu", c.max_message_size);
+	CHECKF(strcmp(c.job, "fm") == 0 && strstr(c.control, "fm.sock") != NULL, "job/control");
 	config_free(&c);
 
 	rc = load(&c, &err, (const char *[]){ "--help", NULL });
-	CHECK(rc == 1, "--help should return 1, got %d", rc);
+	CHECKF(rc == 1, "--help should return 1, got %d", rc);
 	config_free(&c);
 
 	/* Bad flags and values: each names the key. */
@@ -163,21 +154,16 @@ main(void)
 
 	/* Runtime changes. */
 	rc = load(&c, &err, (const char *[]){ NULL });
-	CHECK(rc == 0, "defaults");
-	CHECK(config_set(&c, "log_level", "debug", &err) == 0 &&
+	CHECKF(rc == 0, "defaults");
+	CHECKF(config_set(&c, "log_level", "debug", &err) == 0 &&
 	    strcmp(c.log_level, "debug") == 0, "set log_level: %s", err.msg);
-	CHECK(config_set(&c, "log_level", "shout", &err) == -EINVAL, "bad log_level set");
-	CHECK(config_set(&c, "batch_size", "8", &err) == -EPERM, "batch_size is not runtime");
-	CHECK(config_set(&c, "nope", "8", &err) == -EINVAL, "unknown key set");
+	CHECKF(config_set(&c, "log_level", "shout", &err) == -EINVAL, "bad log_level set");
+	CHECKF(config_set(&c, "batch_size", "8", &err) == -EPERM, "batch_size is not runtime");
+	CHECKF(config_set(&c, "nope", "8", &err) == -EINVAL, "unknown key set");
 	config_free(&c);
 
 	snprintf(arg, sizeof(arg), "rm -rf %s", tmpdir);
 	if (system(arg) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", tmpdir);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("config: all checks passed\n");
-	return 0;
+	return check_exit("test_config");
 }

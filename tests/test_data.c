@@ -14,19 +14,12 @@
 
 #include <zlib.h>
 
+#include "check.h"
 #include "data.h"
 
 #define REAL_DIR "/usr/share/datasets/fashion-mnist"
 
-static int failures;
 static char tmpdir[256];
-
-#define CHECK(c) do { \
-	if (!(c)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-		failures++; \
-	} \
-} while (0)
 
 static void
 put_be32(unsigned char *p, uint32_t v)
@@ -132,7 +125,7 @@ expect_fail(const char *what)
 
 	if (rc == 0 || err.msg[0] == '\0') {
 		fprintf(stderr, "%s: loaded (rc %d, reason \"%s\")\n", what, rc, err.msg);
-		failures++;
+		check_failures++;
 		if (rc == 0)
 			data_free(&s);
 	} else
@@ -303,7 +296,7 @@ test_partition_parse(void)
 		err.msg[0] = '\0';
 		if (data_partition_parse(bad[i], &p, &err) != -EINVAL || err.msg[0] == '\0') {
 			fprintf(stderr, "partition \"%s\" accepted\n", bad[i]);
-			failures++;
+			check_failures++;
 		}
 	}
 }
@@ -460,7 +453,7 @@ test_real(void)
 		t = util_now();
 		if (data_load(REAL_DIR, sets[k].prefix, &s, &err) != 0) {
 			fprintf(stderr, "%s: %s\n", sets[k].prefix, err.msg);
-			failures++;
+			check_failures++;
 			continue;
 		}
 		CHECK(s.n == sets[k].n && s.dim == 784 && s.nclasses == 10);
@@ -496,10 +489,5 @@ main(void)
 	test_real();
 	clean_dir();
 	rmdir(tmpdir);
-	if (failures != 0) {
-		fprintf(stderr, "test_data: %d failures\n", failures);
-		return 1;
-	}
-	printf("test_data: ok\n");
-	return 0;
+	return check_exit("test_data");
 }
