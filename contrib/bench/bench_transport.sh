@@ -1,0 +1,59 @@
+#!/bin/bash
+# Transport benchmark: our full stack (tcp;ofi_rxm + XChaCha20-Poly1305,
+# acknowledged messages) against a plain TCP socket pair for 4 MiB
+# throughput, and against fi_pingpong (libfabric-bin, same provider, no
+# crypto) and a plain TCP ping-pong for 64-byte round trips. Everything on
+# 127.0.0.1, side by side in one run, REPEATS times; medians are reported.
+#
+#   make contrib/bench/bench_transport && contrib/bench/bench_transport.sh
+#
+# Env: BUILD (build dir, default .), REPEATS (3), COUNT (200), CSV
+# (bench_transport.csv), PORT (23400).
+set -e
+BUILD=${BUILD:-.}
+REPEATS=${REPEATS:-3}
+COUNT=${COUNT:-200}
+CSV=${CSV:-bench_transport.csv}
+PORT=${PORT:-23400}
+BENCH="$BUILD/contrib/bench/bench_transport"
+[ -x "$BENCH" ] || { echo "build it first: make contrib/bench/bench_transport"; exit 1; }
+command -v fi_pingpong >/dev/null || { echo "fi_pingpong missing: apt-get install libfabric-bin"; exit 1; }
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "run,window,tput_ours_MBps,tput_tcp_MBps,rtt_ours_us,rtt_tcp_us,rtt_fi_pingpong_us" >"$CSV"
+for r in $(seq "$REPEATS"); do
+	for w in 1 4; do
+		"$BENCH" --count "$COUNT" --window "$w" --port "$PORT" >"$tmp/b"
+		get() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/b"; }
+		# fi_pingpong prints usec/xfer = round trip / 2 (two transfers
+		# per iteration): double it for a round trip.
+		fi_pingpong -p tcp -e rdm -I 5000 -S 64 -B $((PORT + 10)) \
+		    >"$tmp/pps" 2>&1 &
+		spid=$!
+		sleep 0.5
+		fi_pingpong -p tcp -e rdm -I 5000 -S 64 -P $((PORT + 10)) \
+		    127.0.0.1 >"$tmp/ppc" 2>&1
+		wait $spid
+		pp=$(awk '$1 == 64 { print 2 * $7 }' "$tmp/ppc")
+		echo "$r,$w,$(get tput_ours_MBps),$(get tput_tcp_MBps),$(get rtt_ours_us),$(get rtt_tcp_us),$pp" >>"$CSV"
+	done
+done
+
+col() { awk -F, -v w="$1" -v c="$2" 'NR > 1 && $2 == w { print $c }' "$CSV" | median; }
+echo
+echo "4 MiB messages, $COUNT per run, median of $REPEATS runs (CSV: $CSV)"
+printf "%-34s %12s %12s %8s\n" "measure" "ours" "baseline" "ratio"
+for w in 1 4; do
+	o=$(col $w 3); t=$(col $w 4)
+	printf "%-34s %9.0f MB/s %9.0f MB/s %7.1f%%\n" \
+	    "throughput, window $w vs plain TCP" "$o" "$t" \
+	    "$(echo "100 * $o / $t" | bc -l)"
+done
+o=$(col 1 5); t=$(col 1 6); p=$(col 1 7)
+printf "%-34s %10.1f us %10.1f us %7.2fx\n" "64 B round trip vs fi_pingpong" "$o" "$p" \
+    "$(echo "$o / $p" | bc -l)"
+printf "%-34s %10.1f us %10.1f us %7.2fx\n" "64 B round trip vs plain TCP" "$o" "$t" \
+    "$(echo "$o / $t" | bc -l)"

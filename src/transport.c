@@ -1,0 +1,1128 @@
+/*
+ * transport: see transport.h. Shape of the code:
+ *
+ * - struct tpeer, one per "HOST:PORT", lives until transport_close, so
+ *   pointers to it stay valid in any callback. It holds the outbound
+ *   session (started by us: our messages, their ACKs) and the inbound one
+ *   (started by them: their messages, our ACKs).
+ * - struct tmsg is one application send; struct txop is one buffer handed
+ *   to fabric (a frame or a body). A txop can outlive its message (the
+ *   provider may hold a send buffer after we gave up on it), so each owns
+ *   itself and frees itself on its completion.
+ * - Send callbacks never run inline: finished messages go to a list that a
+ *   zero timer drains, so callers can re-enter freely. Deadlines are
+ *   checked by a 100 ms timer that runs only while something is pending,
+ *   which keeps an idle endpoint asleep.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "fabric.h"
+#include "log.h"
+#include "session.h"
+#include "transport.h"
+
+#define TICK_MS		100
+#define RX_DEPTH	64
+#define HOST_MAX	(WIRE_ADDR_MAX + 1)
+#define PORT_MAX	8
+
+enum out_state { OUT_NONE, OUT_HELLO, OUT_READY };
+
+struct tpeer;
+struct tmsg;
+
+struct txop {
+	struct fabric_op	op;	/* first: fabric hands it back */
+	struct transport	*t;
+	struct tpeer		*peer;
+	struct tmsg		*msg;	/* NULL once the message is finished */
+	unsigned		gen;	/* peer generation it was sent in */
+	uint8_t			type;
+	uint8_t			data[];
+};
+
+struct tmsg {
+	struct tmsg		*next;
+	struct tpeer		*peer;
+	uint8_t			type;
+	uint64_t		seq;
+	uint8_t			*plain;	/* copy kept until sealed */
+	size_t			len;
+	double			start;
+	struct txop		*frame, *body;
+	transport_send_cb	cb;
+	void			*arg;
+	int			status;
+};
+
+struct rxbody {
+	struct fabric_op	op;	/* first */
+	struct transport	*t;
+	struct tpeer		*peer;
+	struct rxbody		*next;
+	struct wire_header	h;
+	double			start;
+	int			abandoned;
+	size_t			size;
+	uint8_t			*buf;
+};
+
+struct tpeer {
+	struct tpeer		*next;
+	char			addr[WIRE_ADDR_MAX + 1];
+	char			host[HOST_MAX];
+	char			port[PORT_MAX];
+	fi_addr_t		fa;
+	int			have_fa;
+	uint64_t		id;
+	unsigned		gen;
+	int			error;	/* failure to act on at the next tick */
+
+	enum out_state		out_state;
+	struct session_hs	hs;
+	double			hs_deadline;
+	struct session		out;
+	struct tmsg		*queue, *queue_tail;	/* waiting for session */
+	struct tmsg		*inflight;		/* waiting for ACK */
+	double			tx_progress;	/* last ACK from it */
+	double			rx_progress;	/* last message from it */
+
+	int			in_ready;
+	struct session		in;
+	uint64_t		in_stamp;	/* newest HELLO accepted */
+	struct rxbody		*bodies;
+};
+
+struct transport {
+	uv_loop_t		*loop;
+	struct fabric		*fabric;
+	struct session_ctx	ctx;
+	struct transport_callbacks cbs;
+	char			listen[WIRE_ADDR_MAX + 1];
+	unsigned		timeout_ms;
+	struct tpeer		*peers;
+
+	uv_timer_t		tick;
+	uv_timer_t		dispatch;
+	struct tmsg		*done, *done_tail;
+	int			closing;
+	int			close_pending;
+	void			(*close_cb)(void *);
+	void			*close_arg;
+
+	uint8_t			scratch[WIRE_FRAME_MAX];
+	uint64_t		rejected[WIRE_REJ_COUNT];
+	uint64_t		bytes_sent[256];
+	uint64_t		bytes_recv[256];
+	uint64_t		msgs_sent, msgs_recv;
+	char			*type_names[256];
+};
+
+static void on_tick(uv_timer_t *h);
+
+static void
+reject(struct transport *t, enum wire_reject r, const char *why)
+{
+	t->rejected[r]++;
+	log_debug("transport: rejected message (%s): %s", wire_reject_name(r),
+	    why);
+}
+
+static void
+arm_tick(struct transport *t, uint64_t first_ms)
+{
+	if (t->closing)
+		return;
+	if (first_ms == 0 || !uv_is_active((uv_handle_t *)&t->tick))
+		uv_timer_start(&t->tick, on_tick, first_ms, TICK_MS);
+}
+
+/*
+ * When an operation started at start on len bytes runs out of time. The
+ * clock restarts whenever the peer makes progress, so a long backlog to a
+ * live peer is fine while a silent one is given up after one timeout.
+ */
+static double
+deadline_of(const struct transport *t, double start, double progress,
+    size_t len)
+{
+	return (start > progress ? start : progress) + t->timeout_ms / 1000.0 +
+	    (double)len / (double)TRANSPORT_MIN_RATE;
+}
+
+/* --- finishing messages ------------------------------------------------ */
+
+static void
+on_dispatch(uv_timer_t *h)
+{
+	struct transport *t = h->data;
+	struct tmsg *m;
+
+	while ((m = t->done) != NULL) {
+		t->done = m->next;
+		if (t->done == NULL)
+			t->done_tail = NULL;
+		if (m->cb != NULL)
+			m->cb(m->arg, m->status);
+		free(m);
+	}
+}
+
+/* Detach m from its fabric buffers, cancelling those still queued, and
+ * hand it to the dispatcher. The caller has unlinked m from its peer. */
+static void
+msg_finish(struct transport *t, struct tmsg *m, int status)
+{
+	struct txop **ops[2] = { &m->frame, &m->body };
+	size_t i;
+
+	for (i = 0; i < GD_ARRAY_SIZE(ops); i++) {
+		struct txop *x = *ops[i];
+
+		if (x == NULL)
+			continue;
+		x->msg = NULL;
+		*ops[i] = NULL;
+		if (status != 0 && !t->closing &&
+		    fabric_cancel(t->fabric, &x->op) == 1)
+			free(x);
+	}
+	if (m->plain != NULL) {
+		sodium_memzero(m->plain, m->len);
+		free(m->plain);
+		m->plain = NULL;
+	}
+	m->status = status;
+	m->next = NULL;
+	if (t->done_tail != NULL)
+		t->done_tail->next = m;
+	else
+		t->done = m;
+	t->done_tail = m;
+	if (!t->closing)
+		uv_timer_start(&t->dispatch, on_dispatch, 0, 0);
+}
+
+/* --- fabric buffers ----------------------------------------------------- */
+
+static void
+on_tx_done(struct fabric_op *op, int status, size_t len)
+{
+	struct txop *x = (struct txop *)op;
+	struct transport *t = x->t;
+	struct tpeer *p = x->peer;
+
+	(void)len;
+	if (x->msg != NULL) {
+		if (x->msg->frame == x)
+			x->msg->frame = NULL;
+		if (x->msg->body == x)
+			x->msg->body = NULL;
+	}
+	if (status != 0 && status != -ECANCELED && !t->closing &&
+	    x->gen == p->gen) {
+		log_info("transport: send to %s failed: %s", p->addr,
+		    strerror(-status));
+		p->error = -EHOSTUNREACH;
+		arm_tick(t, 0);
+	}
+	free(x);
+}
+
+static struct txop *
+txop_new(struct transport *t, struct tpeer *p, uint8_t type, size_t size)
+{
+	struct txop *x = malloc(sizeof(*x) + size);
+
+	if (x == NULL)
+		return NULL;
+	memset(x, 0, sizeof(*x));
+	x->t = t;
+	x->peer = p;
+	x->gen = p->gen;
+	x->type = type;
+	x->op.cb = on_tx_done;
+	x->op.buf = x->data;
+	x->op.len = size;
+	x->op.addr = p->fa;
+	return x;
+}
+
+/* Post x, or note the failure for the next tick; x is gone either way
+ * from the caller's point of view except through its message. */
+static int
+txop_post(struct transport *t, struct txop *x)
+{
+	int rc = fabric_post(t->fabric, &x->op);
+
+	if (rc != 0) {
+		log_info("transport: cannot post to %s: %s", x->peer->addr,
+		    strerror(-rc));
+		x->peer->error = -EHOSTUNREACH;
+		arm_tick(t, 0);
+		if (x->msg != NULL) {
+			if (x->msg->frame == x)
+				x->msg->frame = NULL;
+			if (x->msg->body == x)
+				x->msg->body = NULL;
+		}
+		free(x);
+		return rc;
+	}
+	t->bytes_sent[x->type] += x->op.len;
+	return 0;
+}
+
+/* Send a small frame already laid out in buf (no message attached). */
+static void
+send_frame(struct transport *t, struct tpeer *p, uint8_t type,
+    const uint8_t *buf, size_t len)
+{
+	struct txop *x = txop_new(t, p, type, len);
+
+	if (x == NULL) {
+		log_warn("transport: out of memory sending to %s", p->addr);
+		return;
+	}
+	memcpy(x->data, buf, len);
+	x->op.kind = FABRIC_OP_SEND;
+	txop_post(t, x);
+}
+
+/* --- peers -------------------------------------------------------------- */
+
+static struct tpeer *
+peer_by_addr(struct transport *t, const char *addr)
+{
+	struct tpeer *p;
+
+	for (p = t->peers; p != NULL; p = p->next)
+		if (strcmp(p->addr, addr) == 0)
+			return p;
+	return NULL;
+}
+
+static struct tpeer *
+peer_get(struct transport *t, const char *addr)
+{
+	char host[HOST_MAX], port[PORT_MAX];
+	struct tpeer *p;
+
+	if ((p = peer_by_addr(t, addr)) != NULL)
+		return p;
+	if (strlen(addr) > WIRE_ADDR_MAX ||
+	    fabric_addr_split(addr, host, sizeof(host), port, sizeof(port)) != 0)
+		return NULL;
+	p = xcalloc(1, sizeof(*p));
+	strcpy(p->addr, addr);
+	strcpy(p->host, host);
+	strcpy(p->port, port);
+	p->next = t->peers;
+	t->peers = p;
+	return p;
+}
+
+static int
+peer_insert(struct transport *t, struct tpeer *p)
+{
+	struct errbuf err;
+	int rc;
+
+	if (p->have_fa)
+		return 0;
+	rc = fabric_insert(t->fabric, p->host, p->port, &p->fa, &err);
+	if (rc != 0) {
+		log_info("transport: %s", err.msg);
+		return rc;
+	}
+	p->have_fa = 1;
+	return 0;
+}
+
+static void
+abandon_bodies(struct transport *t, struct tpeer *p)
+{
+	struct rxbody *b;
+
+	while ((b = p->bodies) != NULL) {
+		p->bodies = b->next;
+		b->next = NULL;
+		b->abandoned = 1;
+		if (fabric_cancel(t->fabric, &b->op) == 1) {
+			free(b->buf);
+			free(b);
+		}
+	}
+}
+
+/* Forget the outbound session: fail what waits for ACKs. */
+static void
+peer_reset_out(struct transport *t, struct tpeer *p, int status)
+{
+	struct tmsg *m;
+
+	while ((m = p->inflight) != NULL) {
+		p->inflight = m->next;
+		msg_finish(t, m, status);
+	}
+	session_wipe(&p->out);
+	session_hs_wipe(&p->hs);
+	p->out_state = OUT_NONE;
+}
+
+/* The peer stopped making progress (or failed): drop everything. */
+static void
+peer_fail(struct transport *t, struct tpeer *p, int status)
+{
+	struct tmsg *m;
+	uint64_t id = p->id;
+
+	log_info("transport: peer %s (id %016llx) unreachable: %s", p->addr,
+	    (unsigned long long)id, strerror(-status));
+	p->gen++;
+	p->error = 0;
+	peer_reset_out(t, p, status);
+	while ((m = p->queue) != NULL) {
+		p->queue = m->next;
+		msg_finish(t, m, status);
+	}
+	p->queue_tail = NULL;
+	abandon_bodies(t, p);
+	session_wipe(&p->in);
+	p->in_ready = 0;
+	if (p->have_fa) {
+		fabric_remove(t->fabric, p->fa);
+		p->have_fa = 0;
+	}
+	if (t->cbs.peer_down != NULL)
+		t->cbs.peer_down(t->cbs.arg, p->addr, id, status);
+}
+
+static int
+peer_expired(const struct transport *t, const struct tpeer *p, double now)
+{
+	const struct tmsg *m;
+	const struct rxbody *b;
+
+	if (p->out_state == OUT_HELLO && now > p->hs_deadline)
+		return 1;
+	for (m = p->queue; m != NULL; m = m->next)
+		if (now > deadline_of(t, m->start, 0, m->len))
+			return 1;
+	for (m = p->inflight; m != NULL; m = m->next)
+		if (now > deadline_of(t, m->start, p->tx_progress, m->len))
+			return 1;
+	for (b = p->bodies; b != NULL; b = b->next)
+		if (now > deadline_of(t, b->start, p->rx_progress, b->size))
+			return 1;
+	return 0;
+}
+
+static void
+on_tick(uv_timer_t *h)
+{
+	struct transport *t = h->data;
+	struct tpeer *p;
+	double now = util_now();
+	int busy = 0;
+
+	for (p = t->peers; p != NULL; p = p->next) {
+		if (p->error != 0)
+			peer_fail(t, p, p->error);
+		else if (peer_expired(t, p, now))
+			peer_fail(t, p, -ETIMEDOUT);
+		if (p->out_state == OUT_HELLO || p->queue != NULL ||
+		    p->inflight != NULL || p->bodies != NULL)
+			busy = 1;
+	}
+	if (!busy)
+		uv_timer_stop(&t->tick);
+}
+
+static void
+peer_start_handshake(struct transport *t, struct tpeer *p)
+{
+	if (peer_insert(t, p) != 0) {
+		p->error = -EHOSTUNREACH;
+		arm_tick(t, 0);
+		return;
+	}
+	if (session_hello_make(&t->ctx, &p->hs, t->listen) != 0) {
+		p->error = -EINVAL;
+		arm_tick(t, 0);
+		return;
+	}
+	p->out_state = OUT_HELLO;
+	p->hs_deadline = deadline_of(t, util_now(), 0, 0);
+	send_frame(t, p, WIRE_T_HELLO, p->hs.hello, p->hs.hello_len);
+	arm_tick(t, TICK_MS);
+}
+
+/* --- sending ------------------------------------------------------------ */
+
+/* Seal m from src under the outbound session and post it. */
+static void
+msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
+{
+	struct tpeer *p = m->peer;
+	struct wire_header h;
+	uint8_t ad[WIRE_HEADER_SIZE];
+	struct txop *fr, *body = NULL;
+	uint32_t i, n = 0;
+
+	memset(&h, 0, sizeof(h));
+	h.version = WIRE_VERSION;
+	h.type = m->type;
+	h.job = t->ctx.lim.job;
+	h.sender = t->ctx.self_id;
+	h.receiver = p->out.peer_id;
+	h.seq = m->seq = session_next_seq(&p->out);
+	h.payload_len = m->len;
+	if (m->len <= WIRE_INLINE_MAX) {
+		h.flags = WIRE_F_INLINE;
+		fr = txop_new(t, p, m->type, WIRE_HEADER_SIZE + m->len +
+		    WIRE_MAC_SIZE);
+	} else {
+		n = h.chunk_count = wire_chunk_count(m->len);
+		fr = txop_new(t, p, m->type, WIRE_HEADER_SIZE + WIRE_MAC_SIZE);
+		body = txop_new(t, p, m->type, wire_body_size(m->len));
+	}
+	m->next = p->inflight;
+	p->inflight = m;
+	if (fr == NULL || (n > 0 && body == NULL)) {
+		free(fr);
+		free(body);
+		log_warn("transport: out of memory sealing %zu bytes", m->len);
+		p->error = -ENOMEM;
+		arm_tick(t, 0);
+		return;
+	}
+	wire_header_encode(&h, fr->data);
+	session_seal(&p->out, fr->data, h.seq, 0, src, n > 0 ? 0 : m->len,
+	    fr->data + WIRE_HEADER_SIZE);
+	for (i = 0; i < n; i++) {
+		size_t off = (size_t)i * WIRE_CHUNK_SIZE;
+		size_t clen = wire_chunk_len(m->len, i);
+
+		h.chunk_index = i + 1;
+		wire_header_encode(&h, ad);
+		session_seal(&p->out, ad, h.seq, i + 1, src + off, clen,
+		    body->data + off + (size_t)i * WIRE_MAC_SIZE);
+	}
+	if (m->plain != NULL) {
+		sodium_memzero(m->plain, m->len);
+		free(m->plain);
+		m->plain = NULL;
+	}
+	fr->op.kind = FABRIC_OP_SEND;
+	fr->msg = m;
+	m->frame = fr;
+	if (body != NULL) {
+		body->op.kind = FABRIC_OP_TSEND;
+		body->op.tag = session_body_tag(&p->out, h.seq, 1);
+		body->msg = m;
+		m->body = body;
+	}
+	if (txop_post(t, fr) != 0) {
+		if (body != NULL) {
+			m->body = NULL;
+			free(body);
+		}
+		return;
+	}
+	if (body != NULL)
+		txop_post(t, body);
+	t->msgs_sent++;
+}
+
+int
+transport_send(struct transport *t, const char *peer, uint8_t type,
+    const void *payload, size_t len, transport_send_cb cb, void *arg)
+{
+	struct tpeer *p;
+	struct tmsg *m;
+
+	if (t->closing)
+		return -ESHUTDOWN;
+	if (type < WIRE_TYPE_APP_MIN || peer == NULL ||
+	    strcmp(peer, t->listen) == 0 || (payload == NULL && len > 0))
+		return -EINVAL;
+	if (len > t->ctx.lim.max_message_size)
+		return -EMSGSIZE;
+	if ((p = peer_get(t, peer)) == NULL)
+		return -EINVAL;
+	m = xcalloc(1, sizeof(*m));
+	m->peer = p;
+	m->type = type;
+	m->len = len;
+	m->cb = cb;
+	m->arg = arg;
+	m->start = util_now();
+	arm_tick(t, TICK_MS);
+	if (p->out_state == OUT_READY && p->queue == NULL) {
+		msg_post(t, m, payload);
+		return 0;
+	}
+	if (len > 0) {
+		if ((m->plain = malloc(len)) == NULL) {
+			free(m);
+			return -ENOMEM;
+		}
+		memcpy(m->plain, payload, len);
+	}
+	if (p->queue_tail != NULL)
+		p->queue_tail->next = m;
+	else
+		p->queue = m;
+	p->queue_tail = m;
+	if (p->out_state == OUT_NONE)
+		peer_start_handshake(t, p);
+	return 0;
+}
+
+/* --- receiving ---------------------------------------------------------- */
+
+static void
+send_ack(struct transport *t, struct tpeer *p, uint64_t acked)
+{
+	struct wire_header h;
+	uint8_t frame[WIRE_HEADER_SIZE + WIRE_ACK_SIZE + WIRE_MAC_SIZE];
+	uint8_t pl[WIRE_ACK_SIZE];
+
+	memset(&h, 0, sizeof(h));
+	h.version = WIRE_VERSION;
+	h.type = WIRE_T_ACK;
+	h.flags = WIRE_F_INLINE;
+	h.job = t->ctx.lim.job;
+	h.sender = t->ctx.self_id;
+	h.receiver = p->in.peer_id;
+	h.seq = session_next_seq(&p->in);
+	h.payload_len = WIRE_ACK_SIZE;
+	wire_header_encode(&h, frame);
+	wire_put_u64(pl, acked);
+	session_seal(&p->in, frame, h.seq, 0, pl, sizeof(pl),
+	    frame + WIRE_HEADER_SIZE);
+	send_frame(t, p, WIRE_T_ACK, frame, sizeof(frame));
+}
+
+static void
+deliver(struct transport *t, struct tpeer *p, const struct wire_header *h,
+    const uint8_t *payload, size_t wire_bytes)
+{
+	t->bytes_recv[h->type] += wire_bytes;
+	t->msgs_recv++;
+	p->rx_progress = util_now();
+	send_ack(t, p, h->seq);
+	t->cbs.recv(t->cbs.arg, h->sender, p->addr, h->type, payload,
+	    (size_t)h->payload_len);
+}
+
+static void
+on_hello(struct transport *t, const uint8_t *buf, size_t len,
+    const struct wire_header *h)
+{
+	uint8_t ack[SESSION_HELLO_FRAME_MAX];
+	struct wire_hello hl;
+	struct session in;
+	struct tpeer *p;
+	size_t ack_len;
+
+	if (session_hello_accept(&t->ctx, buf, len, h, t->listen, &hl, &in,
+	    ack, &ack_len) != 0) {
+		reject(t, WIRE_REJ_HANDSHAKE, "hello failed authentication");
+		return;
+	}
+	if ((p = peer_get(t, hl.addr)) == NULL) {
+		session_wipe(&in);
+		reject(t, WIRE_REJ_HANDSHAKE, "hello with a bad address");
+		return;
+	}
+	if (hl.stamp <= p->in_stamp) {
+		session_wipe(&in);
+		reject(t, WIRE_REJ_REPLAY, "old hello");
+		return;
+	}
+	if (peer_insert(t, p) != 0) {
+		session_wipe(&in);
+		reject(t, WIRE_REJ_HANDSHAKE, "hello from an unreachable address");
+		return;
+	}
+	/*
+	 * A peer only says hello again after losing its state (restart, or
+	 * it gave up on us): what we sent it and never got acknowledged is
+	 * lost, and our outbound keys are dead.
+	 */
+	if ((p->in_ready || (p->id != 0 && p->id != h->sender)) &&
+	    p->out_state == OUT_READY) {
+		peer_reset_out(t, p, -ECONNRESET);
+		if (p->queue != NULL)
+			peer_start_handshake(t, p);
+	}
+	abandon_bodies(t, p);
+	p->in_stamp = hl.stamp;
+	p->id = h->sender;
+	p->in = in;
+	p->in_ready = 1;
+	session_wipe(&in);
+	t->bytes_recv[WIRE_T_HELLO] += len;
+	send_frame(t, p, WIRE_T_HELLO_ACK, ack, ack_len);
+}
+
+static void
+on_hello_ack(struct transport *t, const uint8_t *buf, size_t len,
+    const struct wire_header *h)
+{
+	struct wire_hello hl;
+	struct session out;
+	struct tpeer *p;
+	struct tmsg *m;
+
+	for (p = t->peers; p != NULL; p = p->next)
+		if (p->out_state == OUT_HELLO && session_hello_finish(&t->ctx,
+		    &p->hs, buf, len, h, &hl, &out) == 0)
+			break;
+	if (p == NULL) {
+		reject(t, WIRE_REJ_HANDSHAKE, "hello_ack matches no hello");
+		return;
+	}
+	if (p->id != 0 && p->id != h->sender && p->in_ready) {
+		session_wipe(&p->in);
+		p->in_ready = 0;
+	}
+	p->id = h->sender;
+	p->out = out;
+	session_wipe(&out);
+	p->out_state = OUT_READY;
+	t->bytes_recv[WIRE_T_HELLO_ACK] += len;
+	while ((m = p->queue) != NULL && p->out_state == OUT_READY) {
+		p->queue = m->next;
+		if (p->queue == NULL)
+			p->queue_tail = NULL;
+		msg_post(t, m, m->plain);
+	}
+}
+
+static void
+on_ack(struct transport *t, const uint8_t *buf, size_t len,
+    const struct wire_header *h)
+{
+	uint8_t pl[WIRE_ACK_SIZE];
+	struct tmsg *m, **pm;
+	struct tpeer *p;
+	uint64_t seq;
+
+	for (p = t->peers; p != NULL; p = p->next)
+		if (p->out_state == OUT_READY && p->out.peer_id == h->sender)
+			break;
+	if (p == NULL) {
+		reject(t, WIRE_REJ_UNKNOWN_SENDER, "ack from no session");
+		return;
+	}
+	if (h->payload_len != WIRE_ACK_SIZE) {
+		reject(t, WIRE_REJ_MALFORMED, "ack of the wrong size");
+		return;
+	}
+	if (session_replay_check(&p->out, h->seq) != 0) {
+		reject(t, WIRE_REJ_REPLAY, "ack sequence seen");
+		return;
+	}
+	if (session_open(&p->out, buf, h->seq, 0, buf + WIRE_HEADER_SIZE,
+	    WIRE_ACK_SIZE + WIRE_MAC_SIZE, pl) != 0) {
+		reject(t, WIRE_REJ_BAD_MAC, "ack");
+		return;
+	}
+	session_replay_update(&p->out, h->seq);
+	p->tx_progress = util_now();
+	t->bytes_recv[WIRE_T_ACK] += len;
+	seq = wire_get_u64(pl);
+	for (pm = &p->inflight; (m = *pm) != NULL; pm = &m->next)
+		if (m->seq == seq) {
+			*pm = m->next;
+			msg_finish(t, m, 0);
+			return;
+		}
+}
+
+static void
+body_unlink(struct rxbody *b)
+{
+	struct rxbody **pb;
+
+	for (pb = &b->peer->bodies; *pb != NULL; pb = &(*pb)->next)
+		if (*pb == b) {
+			*pb = b->next;
+			return;
+		}
+}
+
+static void
+on_body(struct fabric_op *op, int status, size_t len)
+{
+	struct rxbody *b = (struct rxbody *)op;
+	struct transport *t = b->t;
+	struct tpeer *p = b->peer;
+	uint8_t ad[WIRE_HEADER_SIZE];
+	struct wire_header h = b->h;
+	uint32_t i;
+
+	if (b->abandoned || t->closing)
+		goto out;
+	body_unlink(b);
+	if (status != 0) {
+		if (status != -ECANCELED)
+			reject(t, status == -EMSGSIZE ? WIRE_REJ_OVERSIZE :
+			    WIRE_REJ_MALFORMED, "body did not arrive whole");
+		goto out;
+	}
+	if (len != b->size) {
+		reject(t, WIRE_REJ_MALFORMED, "truncated body");
+		goto out;
+	}
+	for (i = 0; i < h.chunk_count; i++) {
+		size_t off = (size_t)i * WIRE_CHUNK_SIZE;
+		size_t clen = wire_chunk_len(h.payload_len, i);
+		uint8_t *c = b->buf + off + (size_t)i * WIRE_MAC_SIZE;
+
+		h.chunk_index = i + 1;
+		wire_header_encode(&h, ad);
+		if (session_open(&p->in, ad, h.seq, i + 1, c,
+		    clen + WIRE_MAC_SIZE, c) != 0) {
+			reject(t, WIRE_REJ_BAD_MAC, "body chunk");
+			goto out;
+		}
+		/* Close the gaps the MACs leave behind. */
+		memmove(b->buf + off, c, clen);
+	}
+	deliver(t, p, &b->h, b->buf, WIRE_HEADER_SIZE + WIRE_MAC_SIZE + len);
+out:
+	free(b->buf);
+	free(b);
+}
+
+static void
+on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
+    const struct wire_header *h)
+{
+	struct tpeer *p;
+	struct rxbody *b;
+	int rc;
+
+	for (p = t->peers; p != NULL; p = p->next)
+		if (p->in_ready && p->in.peer_id == h->sender)
+			break;
+	if (p == NULL) {
+		reject(t, WIRE_REJ_UNKNOWN_SENDER, "no session with sender");
+		return;
+	}
+	if (session_replay_check(&p->in, h->seq) != 0) {
+		reject(t, WIRE_REJ_REPLAY, "sequence seen");
+		return;
+	}
+	if (h->flags & WIRE_F_INLINE) {
+		if (session_open(&p->in, buf, h->seq, 0, buf + WIRE_HEADER_SIZE,
+		    h->payload_len + WIRE_MAC_SIZE, t->scratch) != 0) {
+			reject(t, WIRE_REJ_BAD_MAC, "frame");
+			return;
+		}
+		session_replay_update(&p->in, h->seq);
+		deliver(t, p, h, t->scratch, len);
+		return;
+	}
+	if (session_open(&p->in, buf, h->seq, 0, buf + WIRE_HEADER_SIZE,
+	    WIRE_MAC_SIZE, t->scratch) != 0) {
+		reject(t, WIRE_REJ_BAD_MAC, "body announcement");
+		return;
+	}
+	session_replay_update(&p->in, h->seq);
+	p->rx_progress = util_now();
+	b = xcalloc(1, sizeof(*b));
+	b->size = (size_t)wire_body_size(h->payload_len);
+	if ((b->buf = malloc(b->size)) == NULL) {
+		log_warn("transport: no memory for a %zu byte body from %s",
+		    b->size, p->addr);
+		free(b);
+		return;
+	}
+	b->t = t;
+	b->peer = p;
+	b->h = *h;
+	b->start = util_now();
+	b->op.cb = on_body;
+	b->op.kind = FABRIC_OP_TRECV;
+	b->op.buf = b->buf;
+	b->op.len = b->size;
+	b->op.tag = session_body_tag(&p->in, h->seq, 0);
+	if ((rc = fabric_post(t->fabric, &b->op)) != 0) {
+		log_warn("transport: cannot post a body receive: %s",
+		    strerror(-rc));
+		free(b->buf);
+		free(b);
+		return;
+	}
+	b->next = p->bodies;
+	p->bodies = b;
+	arm_tick(t, TICK_MS);
+}
+
+static void
+on_frame(void *arg, const uint8_t *buf, size_t len, int status)
+{
+	struct transport *t = arg;
+	struct wire_header h;
+	enum wire_reject why;
+
+	if (t->closing)
+		return;
+	if (status != 0) {
+		if (status == -EMSGSIZE)
+			reject(t, WIRE_REJ_OVERSIZE, "frame larger than a buffer");
+		else if (status != -ECANCELED)
+			log_debug("transport: receive failed: %s",
+			    strerror(-status));
+		return;
+	}
+	if (wire_frame_decode(buf, len, &t->ctx.lim, &h, &why) != 0) {
+		reject(t, why, "header");
+		return;
+	}
+	if (h.type != WIRE_T_HELLO && h.receiver != t->ctx.self_id) {
+		reject(t, WIRE_REJ_MALFORMED, "addressed to another peer");
+		return;
+	}
+	switch (h.type) {
+	case WIRE_T_HELLO:
+		on_hello(t, buf, len, &h);
+		break;
+	case WIRE_T_HELLO_ACK:
+		on_hello_ack(t, buf, len, &h);
+		break;
+	case WIRE_T_ACK:
+		on_ack(t, buf, len, &h);
+		break;
+	default:
+		on_app_frame(t, buf, len, &h);
+	}
+}
+
+/* --- life cycle --------------------------------------------------------- */
+
+int
+transport_open(uv_loop_t *loop, const struct transport_params *p,
+    const struct transport_callbacks *cbs, struct transport **out,
+    struct errbuf *err)
+{
+	struct fabric_params fp;
+	char host[HOST_MAX], port[PORT_MAX];
+	struct transport *t;
+	uint64_t maxsz;
+	int rc;
+
+	if (p->listen == NULL || strlen(p->listen) > WIRE_ADDR_MAX ||
+	    fabric_addr_split(p->listen, host, sizeof(host), port,
+	    sizeof(port)) != 0)
+		return errbuf_set(err, -EINVAL, "bad listen address \"%s\" "
+		    "(want HOST:PORT)", p->listen ? p->listen : "");
+	if (p->key == NULL || p->job == NULL || p->self_id == 0 ||
+	    cbs == NULL || cbs->recv == NULL)
+		return errbuf_set(err, -EINVAL, "transport: key, job, a "
+		    "nonzero id and a receive callback are required");
+	maxsz = p->max_message_size ? p->max_message_size :
+	    TRANSPORT_DEFAULT_MAX_MESSAGE;
+	if (maxsz > WIRE_MESSAGE_LIMIT)
+		return errbuf_set(err, -EINVAL, "max_message_size above %llu",
+		    (unsigned long long)WIRE_MESSAGE_LIMIT);
+	t = xcalloc(1, sizeof(*t));
+	t->loop = loop;
+	t->cbs = *cbs;
+	strcpy(t->listen, p->listen);
+	t->timeout_ms = p->op_timeout_ms ? p->op_timeout_ms :
+	    TRANSPORT_DEFAULT_TIMEOUT_MS;
+	if (session_ctx_init(&t->ctx, p->key, p->job, p->self_id, maxsz) != 0) {
+		free(t);
+		return errbuf_set(err, -EIO, "libsodium failed to initialise");
+	}
+	memset(&fp, 0, sizeof(fp));
+	fp.provider = p->provider;
+	fp.host = host;
+	fp.port = port;
+	fp.frame_size = WIRE_FRAME_MAX;
+	fp.rx_depth = RX_DEPTH;
+	if ((rc = fabric_open(loop, &fp, on_frame, t, &t->fabric, err)) != 0) {
+		session_ctx_wipe(&t->ctx);
+		free(t);
+		return rc;
+	}
+	uv_timer_init(loop, &t->tick);
+	uv_timer_init(loop, &t->dispatch);
+	t->tick.data = t->dispatch.data = t;
+	uv_timer_start(&t->tick, on_tick, TICK_MS, TICK_MS);
+	*out = t;
+	return 0;
+}
+
+static void
+close_step(struct transport *t)
+{
+	struct tpeer *p;
+	void (*cb)(void *) = t->close_cb;
+	void *arg = t->close_arg;
+	int i;
+
+	if (--t->close_pending > 0)
+		return;
+	while ((p = t->peers) != NULL) {
+		t->peers = p->next;
+		session_wipe(&p->in);
+		session_wipe(&p->out);
+		session_hs_wipe(&p->hs);
+		free(p);
+	}
+	for (i = 0; i < 256; i++)
+		free(t->type_names[i]);
+	session_ctx_wipe(&t->ctx);
+	free(t);
+	if (cb != NULL)
+		cb(arg);
+}
+
+static void
+on_fabric_closed(void *arg)
+{
+	close_step(arg);
+}
+
+static void
+on_timer_closed(uv_handle_t *h)
+{
+	close_step(h->data);
+}
+
+void
+transport_close(struct transport *t, void (*cb)(void *arg), void *arg)
+{
+	struct tpeer *p;
+	struct tmsg *m;
+
+	if (t->closing)
+		return;
+	for (p = t->peers; p != NULL; p = p->next) {
+		peer_reset_out(t, p, -ECANCELED);
+		while ((m = p->queue) != NULL) {
+			p->queue = m->next;
+			msg_finish(t, m, -ECANCELED);
+		}
+		p->queue_tail = NULL;
+		abandon_bodies(t, p);
+	}
+	t->closing = 1;
+	t->close_cb = cb;
+	t->close_arg = arg;
+	on_dispatch(&t->dispatch);
+	t->close_pending = 3;
+	uv_close((uv_handle_t *)&t->tick, on_timer_closed);
+	uv_close((uv_handle_t *)&t->dispatch, on_timer_closed);
+	fabric_close(t->fabric, on_fabric_closed, t);
+}
+
+/* --- counters ----------------------------------------------------------- */
+
+void
+transport_name_type(struct transport *t, uint8_t type, const char *name)
+{
+	if (type < WIRE_TYPE_APP_MIN || name == NULL)
+		return;
+	free(t->type_names[type]);
+	t->type_names[type] = xstrdup(name);
+}
+
+uint64_t
+transport_bytes_sent(const struct transport *t)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < 256; i++)
+		n += t->bytes_sent[i];
+	return n;
+}
+
+uint64_t
+transport_bytes_received(const struct transport *t)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < 256; i++)
+		n += t->bytes_recv[i];
+	return n;
+}
+
+uint64_t
+transport_rejected(const struct transport *t, enum wire_reject r)
+{
+	return (unsigned)r < WIRE_REJ_COUNT ? t->rejected[r] : 0;
+}
+
+static json_t *
+bytes_json(const struct transport *t, const uint64_t *v)
+{
+	json_t *o = json_object();
+	uint64_t total = 0;
+	char name[16];
+	const char *n;
+	int i;
+
+	if (o == NULL)
+		return NULL;
+	for (i = 1; i < 256; i++) {
+		if (v[i] == 0)
+			continue;
+		if ((n = t->type_names[i]) == NULL &&
+		    (n = wire_type_name((uint8_t)i)) == NULL) {
+			snprintf(name, sizeof(name), "type_%d", i);
+			n = name;
+		}
+		json_object_set_new(o, n, json_integer((json_int_t)v[i]));
+		total += v[i];
+	}
+	json_object_set_new(o, "total", json_integer((json_int_t)total));
+	return o;
+}
+
+int
+transport_stats_json(const struct transport *t, json_t *obj)
+{
+	json_t *rej = json_object(), *sent, *recv;
+	uint64_t total = 0;
+	int i;
+
+	if (rej == NULL)
+		return -ENOMEM;
+	for (i = 0; i < WIRE_REJ_COUNT; i++) {
+		json_object_set_new(rej, wire_reject_name(i),
+		    json_integer((json_int_t)t->rejected[i]));
+		total += t->rejected[i];
+	}
+	json_object_set_new(rej, "total", json_integer((json_int_t)total));
+	sent = bytes_json(t, t->bytes_sent);
+	recv = bytes_json(t, t->bytes_recv);
+	if (sent == NULL || recv == NULL) {
+		json_decref(rej);
+		json_decref(sent);
+		json_decref(recv);
+		return -ENOMEM;
+	}
+	json_object_set_new(obj, "rejected", rej);
+	json_object_set_new(obj, "bytes_sent", sent);
+	json_object_set_new(obj, "bytes_received", recv);
+	json_object_set_new(obj, "messages_sent",
+	    json_integer((json_int_t)t->msgs_sent));
+	json_object_set_new(obj, "messages_received",
+	    json_integer((json_int_t)t->msgs_recv));
+	return 0;
+}
