@@ -1,0 +1,111 @@
+/*
+ * mask: see mask.h for the construction and why.
+ */
+#include "mask.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "rng.h"
+
+static int
+mask_reserve(struct mask *m, size_t n)
+{
+	struct model_range *r;
+
+	if (n <= m->cap)
+		return 0;
+	r = realloc(m->r, n * sizeof(*r));
+	if (r == NULL)
+		return -ENOMEM;
+	m->r = r;
+	m->cap = n;
+	return 0;
+}
+
+/* Append [off, off+len) of the rotated circle, unrotated, splitting at d. */
+static void
+mask_push(struct mask *m, size_t off, size_t len, size_t d)
+{
+	if (off >= d)
+		off -= d;
+	if (off + len <= d) {
+		m->r[m->n++] = (struct model_range){ off, len };
+	} else {
+		m->r[m->n++] = (struct model_range){ off, d - off };
+		m->r[m->n++] = (struct model_range){ 0, off + len - d };
+	}
+	m->count += len;
+}
+
+static int
+mask_cmp(const void *a, const void *b)
+{
+	const struct model_range *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+int
+mask_build(struct mask *m, uint64_t seed, uint64_t nonce, size_t d, double density,
+    size_t block)
+{
+	size_t k, nb, rot;
+	struct rng r;
+	int rc;
+
+	if (d == 0 || block == 0 || !(density > 0.0 && density <= 1.0))
+		return -EINVAL;
+	k = (size_t)llround(density * (double)d);
+	if (k == 0)
+		k = 1;
+	if (k >= d)
+		return mask_dense(m, d);
+	if (block > k)
+		block = k;
+	nb = (k + block - 1) / block;
+	/* One extra slot: the block that wraps past d splits in two. */
+	if ((rc = mask_reserve(m, nb + 1)) < 0)
+		return rc;
+	m->n = 0;
+	m->count = 0;
+	rng_init(&r, seed, "mask", nonce, 0);
+	rot = (size_t)rng_below(&r, d);
+	for (size_t i = 0; i < nb; i++) {
+		/* Stratum i spans [lo, hi) of the rotated circle; block i has
+		 * len coordinates so the lengths add up to exactly k. */
+		size_t lo = (size_t)((unsigned __int128)d * i / nb);
+		size_t hi = (size_t)((unsigned __int128)d * (i + 1) / nb);
+		size_t len = i + 1 < nb ? block : k - block * (nb - 1);
+		size_t slack = hi - lo - len;
+
+		mask_push(m, rot + lo + (size_t)rng_below(&r, slack + 1), len, d);
+	}
+	rng_clear(&r);
+	qsort(m->r, m->n, sizeof(*m->r), mask_cmp);
+	return 0;
+}
+
+int
+mask_dense(struct mask *m, size_t d)
+{
+	int rc;
+
+	if (d == 0)
+		return -EINVAL;
+	if ((rc = mask_reserve(m, 1)) < 0)
+		return rc;
+	m->r[0] = (struct model_range){ 0, d };
+	m->n = 1;
+	m->count = d;
+	return 0;
+}
+
+void
+mask_free(struct mask *m)
+{
+	free(m->r);
+	m->r = NULL;
+	m->n = m->cap = m->count = 0;
+}

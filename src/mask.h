@@ -1,0 +1,39 @@
+/*
+ * mask: which coordinates of the model one gossip exchange mixes. Both
+ * partners build the same mask from (job seed, exchange nonce) alone, so
+ * only values cross the wire, never indices.
+ *
+ * A mask of density p over d coordinates holds exactly k = round(p*d)
+ * coordinates (at least 1), in blocks of `block` consecutive coordinates
+ * (cache-friendly gathers, few ranges). Construction is stratified: the
+ * coordinate circle is rotated by a random offset and cut into
+ * ceil(k/block) equal strata, and each stratum holds one block at a random
+ * position. That costs O(k/block) random draws and no pass over d, gives
+ * the exact density every time, spreads blocks over the whole model, and
+ * the random rotation makes every coordinate equally likely to be picked.
+ * Ranges come out sorted and disjoint (a block that wraps past d becomes
+ * two ranges).
+ */
+#ifndef GD_MASK_H
+#define GD_MASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+struct mask {
+	struct model_range *r;
+	size_t n;          /* ranges */
+	size_t cap;
+	size_t count;      /* coordinates, = sum of lengths */
+};
+
+/* density in (0, 1]; block >= 1. Reuses m's array when it can. */
+int mask_build(struct mask *m, uint64_t seed, uint64_t nonce, size_t d, double density,
+    size_t block);
+/* The whole vector: one range [0, d). */
+int mask_dense(struct mask *m, size_t d);
+void mask_free(struct mask *m);
+
+#endif

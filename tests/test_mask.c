@@ -1,0 +1,153 @@
+/*
+ * Unit test of mask: two processes derive identical masks from the same
+ * (seed, nonce); masks have exactly the requested density; ranges are
+ * sorted, disjoint and inside [0, d); every coordinate is about equally
+ * likely to be picked; another nonce gives another mask.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "check.h"
+#include "mask.h"
+
+static void
+digest(const struct mask *m, unsigned char out[32])
+{
+	crypto_generichash(out, 32, (const unsigned char *)m->r, m->n * sizeof(*m->r), NULL, 0);
+}
+
+static void
+check_shape(const struct mask *m, size_t d, size_t want)
+{
+	size_t sum = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		CHECKF(m->r[i].len > 0, "empty range %zu", i);
+		CHECKF(m->r[i].off + m->r[i].len <= d, "range %zu past d", i);
+		if (i > 0)
+			CHECKF(m->r[i - 1].off + m->r[i - 1].len <= m->r[i].off,
+			    "ranges %zu and %zu overlap or are unsorted", i - 1, i);
+		sum += m->r[i].len;
+	}
+	CHECKF(sum == m->count, "count %zu != sum %zu", m->count, sum);
+	CHECKF(m->count == want, "count %zu, wanted %zu", m->count, want);
+}
+
+/* The same (seed, nonce) in a child process gives the same digest. */
+static void
+test_two_processes(void)
+{
+	unsigned char mine[32], theirs[32];
+	struct mask m = { 0 };
+	int fds[2], status;
+	pid_t pid;
+
+	if (pipe(fds) < 0) {
+		perror("pipe");
+		exit(99);
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct mask c = { 0 };
+
+		close(fds[0]);
+		mask_build(&c, 42, 0xfeedbeefULL, 235146, 0.01, 64);
+		digest(&c, theirs);
+		if (write(fds[1], theirs, 32) != 32)
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	CHECK(read(fds[0], theirs, 32) == 32);
+	close(fds[0]);
+	waitpid(pid, &status, 0);
+	CHECK(mask_build(&m, 42, 0xfeedbeefULL, 235146, 0.01, 64) == 0);
+	digest(&m, mine);
+	CHECKF(memcmp(mine, theirs, 32) == 0, "child derived another mask");
+	CHECK(mask_build(&m, 42, 0xfeedbeefULL + 1, 235146, 0.01, 64) == 0);
+	digest(&m, theirs);
+	CHECKF(memcmp(mine, theirs, 32) != 0, "another nonce gave the same mask");
+	CHECK(mask_build(&m, 43, 0xfeedbeefULL, 235146, 0.01, 64) == 0);
+	digest(&m, theirs);
+	CHECKF(memcmp(mine, theirs, 32) != 0, "another seed gave the same mask");
+	mask_free(&m);
+}
+
+static void
+test_density(void)
+{
+	static const size_t ds[] = { 1, 7, 100, 1000, 235146, 1000003 };
+	static const double ps[] = { 0.0001, 0.001, 0.01, 0.05, 0.3, 1.0 };
+	static const size_t blocks[] = { 1, 16, 64, 4096 };
+	struct mask m = { 0 };
+
+	for (size_t a = 0; a < sizeof(ds) / sizeof(ds[0]); a++)
+		for (size_t b = 0; b < sizeof(ps) / sizeof(ps[0]); b++)
+			for (size_t c = 0; c < sizeof(blocks) / sizeof(blocks[0]); c++) {
+				size_t want = (size_t)llround(ps[b] * (double)ds[a]);
+
+				if (want == 0)
+					want = 1;
+				CHECK(mask_build(&m, 1, a * 100 + b * 10 + c, ds[a], ps[b],
+				    blocks[c]) == 0);
+				check_shape(&m, ds[a], want);
+				/* Within 1% of the requested density whenever
+				 * rounding allows it. */
+				if (ps[b] * (double)ds[a] >= 100)
+					CHECK(fabs((double)m.count / (double)ds[a] - ps[b]) <=
+					    0.01 * ps[b]);
+			}
+	CHECK(mask_dense(&m, 1000) == 0 && m.n == 1 && m.count == 1000);
+	CHECK(mask_build(&m, 1, 1, 0, 0.5, 4) < 0);
+	CHECK(mask_build(&m, 1, 1, 10, 0.0, 4) < 0);
+	CHECK(mask_build(&m, 1, 1, 10, 1.5, 4) < 0);
+	CHECK(mask_build(&m, 1, 1, 10, 0.5, 0) < 0);
+	mask_free(&m);
+}
+
+/* Over many nonces every coordinate is hit about p*trials times: the
+ * rotation leaves no cold spots at stratum edges or at the ends. */
+static void
+test_uniform(void)
+{
+	const size_t d = 2000, trials = 4000;
+	const double p = 0.05;
+	unsigned *hits = calloc(d, sizeof(*hits));
+	struct mask m = { 0 };
+	double expect = p * (double)trials, worst = 0;
+
+	for (size_t t = 0; t < trials; t++) {
+		CHECK(mask_build(&m, 9, t, d, p, 16) == 0);
+		for (size_t i = 0; i < m.n; i++)
+			for (size_t j = 0; j < m.r[i].len; j++)
+				hits[m.r[i].off + j]++;
+	}
+	for (size_t i = 0; i < d; i++) {
+		double dev = fabs((double)hits[i] - expect) / expect;
+
+		if (dev > worst)
+			worst = dev;
+	}
+	/* Binomial sd is about 7% of the mean here; 35% is 5 sd. */
+	CHECKF(worst < 0.35, "coordinate hit rate deviates by %.0f%%", worst * 100);
+	printf("uniformity: worst coordinate %.1f%% off the mean\n", worst * 100);
+	free(hits);
+	mask_free(&m);
+}
+
+int
+main(void)
+{
+	if (sodium_init() < 0)
+		return 99;
+	test_two_processes();
+	test_density();
+	test_uniform();
+	return check_exit("test_mask");
+}
