@@ -53,6 +53,7 @@ static int config_parse_log_level(struct config *c, const char *v, struct errbuf
 static int config_parse_provider(struct config *c, const char *v, struct errbuf *err);
 static int config_parse_hostport(struct config *c, const char *v, struct errbuf *err);
 static int config_parse_device(struct config *c, const char *v, struct errbuf *err);
+static int config_parse_join(struct config *c, const char *v, struct errbuf *err);
 
 #define OFF(f) offsetof(struct config, f)
 
@@ -71,6 +72,23 @@ static const struct config_key config_keys[] = {
 	  "job key made by `gossipctl keygen FILE`; required with --listen" },
 	{ "max_message_size", 0, "BYTES", CT_SIZE, OFF(max_message_size), 4096, 4294967296.0, NULL, 0,
 	  "largest message accepted, K/M/G suffixes allowed (default: 128M)" },
+	{ "peers", 0, "LIST|@FILE", CT_STR, OFF(peers), 0, 0, NULL, 0,
+	  "members to contact at start: HOST:PORT,... or @FILE (one per line, # comments);"
+	  " may name this peer and unreachable ones (default: none)" },
+	{ "join", 0, "HOST:PORT", CT_CUSTOM, OFF(join), 0, 0, config_parse_join, 0,
+	  "join a running job through any of its members (default: none)" },
+	{ "linger", 0, "yes|no", CT_BOOL, OFF(linger), 0, 0, NULL, 0,
+	  "stay a member after the training budget ends, until told to leave (default: no)" },
+	{ "probe_interval", 0, "MS", CT_INT, OFF(probe_interval), 20, 600000, NULL, 1,
+	  "membership protocol period: one member probed per period (default: 500)" },
+	{ "probe_timeout", 0, "MS", CT_INT, OFF(probe_timeout), 5, 600000, NULL, 1,
+	  "wait this long for an ack before asking others to probe (default: 200)" },
+	{ "suspicion_timeout", 0, "MS", CT_INT, OFF(suspicion_timeout), 20, 3600000, NULL, 1,
+	  "a suspect member not refuting within this is declared dead (default: 2000)" },
+	{ "indirect_checks", 0, "N", CT_INT, OFF(indirect_checks), 1, 16, NULL, 0,
+	  "members asked to probe a silent member indirectly (default: 3)" },
+	{ "leave_timeout", 0, "MS", CT_INT, OFF(leave_timeout), 1, 600000, NULL, 0,
+	  "longest wait for members to acknowledge a leave announcement (default: 2000)" },
 	{ "control", 0, "PATH", CT_STR, OFF(control), 0, 0, NULL, 0,
 	  "control socket (default: /tmp/gossipd-UID/JOB.sock)" },
 	{ "data", 0, "DIR", CT_STR, OFF(data_dir), 0, 0, NULL, 0,
@@ -365,6 +383,19 @@ config_parse_hostport(struct config *c, const char *v, struct errbuf *err)
 }
 
 static int
+config_parse_join(struct config *c, const char *v, struct errbuf *err)
+{
+	char host[256];
+	int port;
+
+	if (config_split_hostport(v, host, sizeof(host), &port) < 0)
+		return errbuf_set(err, -EINVAL,
+		    "join: '%s' is not HOST:PORT with a port in [1, 65535]", v);
+	config_set_str(&c->join, v);
+	return 0;
+}
+
+static int
 config_parse_device(struct config *c, const char *v, struct errbuf *err)
 {
 	long n;
@@ -406,6 +437,11 @@ config_defaults(struct config *c)
 	c->epochs = 15;
 	c->checkpoint_keep = 3;
 	c->log_level = xstrdup("info");
+	c->probe_interval = 500;
+	c->probe_timeout = 200;
+	c->suspicion_timeout = 2000;
+	c->indirect_checks = 3;
+	c->leave_timeout = 2000;
 }
 
 struct config_ini_ctx {
@@ -466,6 +502,13 @@ config_validate(struct config *c, struct errbuf *err)
 	if (c->listen != NULL && c->key_file == NULL)
 		return errbuf_set(err, -EINVAL,
 		    "key_file: required when listen is set (make one with `gossipctl keygen FILE`)");
+	if ((c->peers != NULL || c->join != NULL) && c->listen == NULL)
+		return errbuf_set(err, -EINVAL, "%s: needs listen (this peer's own address)",
+		    c->peers != NULL ? "peers" : "join");
+	if (c->probe_timeout >= c->probe_interval)
+		return errbuf_set(err, -EINVAL,
+		    "probe_timeout: %d ms must be shorter than probe_interval (%d ms)",
+		    c->probe_timeout, c->probe_interval);
 	if (c->resume && c->checkpoint_dir == NULL)
 		return errbuf_set(err, -EINVAL, "resume: needs checkpoint_dir");
 	if (c->model.sizes[0] != 784 || c->model.sizes[c->model.nlayers] != 10)
@@ -634,6 +677,8 @@ config_free(struct config *c)
 	free(c->listen);
 	free(c->provider);
 	free(c->key_file);
+	free(c->peers);
+	free(c->join);
 	free(c->control);
 	free(c->data_dir);
 	free(c->device);

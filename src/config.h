@@ -28,6 +28,15 @@ struct config {
 	char *provider;            /* "tcp" or "verbs" */
 	char *key_file;
 	size_t max_message_size;
+	/* membership */
+	char *peers;               /* "A:P,B:P" or "@FILE", NULL = none */
+	char *join;                /* HOST:PORT of any member, NULL = none */
+	int linger;                /* stay a member after the training budget */
+	int probe_interval;        /* ms, the SWIM protocol period */
+	int probe_timeout;         /* ms before indirect probes */
+	int suspicion_timeout;     /* ms from suspect to dead */
+	int indirect_checks;       /* members asked to probe indirectly */
+	int leave_timeout;         /* ms to announce a leave */
 	/* control */
 	char *control;             /* socket path */
 	/* data */

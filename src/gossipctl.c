@@ -44,11 +44,14 @@ ctl_usage(FILE *f)
 	    "Inspect and steer a running gossipd peer through its control socket.\n\n"
 	    "Commands:\n"
 	    "  status            the peer's state, step, epoch, loss and accuracy\n"
+	    "  peers             every member: id, address, state, incarnation, rtt\n"
 	    "  stats             all counters\n"
+	    "  metrics           counters and gauges in Prometheus text format\n"
 	    "  watch             live progress until interrupted or the peer stops\n"
 	    "  checkpoint        write a checkpoint now and print its path\n"
 	    "  leave             stop the peer cleanly (final checkpoint, exit 0)\n"
-	    "  set KEY VALUE     change a runtime-tunable key (log_level)\n"
+	    "  set KEY VALUE     change a runtime-tunable key (log_level, probe_interval,\n"
+	    "                    probe_timeout, suspicion_timeout)\n"
 	    "  keygen FILE       write a new 32-byte job key to FILE (mode 0600)\n"
 	    "\nOptions:\n"
 	    "  -s, --socket PATH  control socket (default: /tmp/gossipd-UID/JOB.sock)\n"
@@ -256,6 +259,47 @@ ctl_print_json(json_t *j)
 	free(s);
 }
 
+static void
+ctl_print_peers(json_t *reply)
+{
+	json_t *list = json_object_get(reply, "peers"), *p;
+	size_t i;
+
+	printf("%-16s %-22s %-7s %-14s %8s %10s %8s\n", "ID", "ADDRESS", "STATE",
+	    "INCARNATION", "RTT_MS", "BANDWIDTH", "LAST_S");
+	json_array_foreach(list, i, p) {
+		json_t *rtt = json_object_get(p, "rtt");
+		json_t *bw = json_object_get(p, "bandwidth");
+		json_t *last = json_object_get(p, "last_contact");
+		char rtts[16] = "-", bws[16] = "-", lasts[16] = "-";
+
+		if (json_is_number(rtt))
+			snprintf(rtts, sizeof(rtts), "%.2f", json_number_value(rtt) * 1000);
+		if (json_is_number(bw))
+			snprintf(bws, sizeof(bws), "%.3g", json_number_value(bw));
+		if (json_is_number(last))
+			snprintf(lasts, sizeof(lasts), "%.1f", json_number_value(last));
+		printf("%-16s %-22s %-7s %-14lld %8s %10s %8s%s\n",
+		    json_string_value(json_object_get(p, "id")),
+		    json_string_value(json_object_get(p, "addr")),
+		    json_string_value(json_object_get(p, "state")),
+		    (long long)json_integer_value(json_object_get(p, "incarnation")),
+		    rtts, bws, lasts,
+		    json_is_true(json_object_get(p, "self")) ? "  (this peer)" : "");
+	}
+}
+
+static void
+ctl_print_event(json_t *o, int tty)
+{
+	printf("%smember %s %s: %s -> %s%s", tty ? "\r\033[K" : "",
+	    json_string_value(json_object_get(o, "addr")),
+	    json_string_value(json_object_get(o, "id")),
+	    json_string_value(json_object_get(o, "was")),
+	    json_string_value(json_object_get(o, "state")), "\n");
+	fflush(stdout);
+}
+
 static int
 ctl_watch(struct ctl_conn *c, int as_json)
 {
@@ -269,8 +313,12 @@ ctl_watch(struct ctl_conn *c, int as_json)
 	}
 	json_object_del(j, "watching");
 	while (j != NULL) {
+		const char *ev = json_string_value(json_object_get(j, "event"));
+
 		if (as_json)
 			ctl_print_json(j);
+		else if (ev != NULL && strcmp(ev, "member") == 0)
+			ctl_print_event(j, tty);
 		else
 			ctl_print_progress(j, tty);
 		json_decref(j);
@@ -336,6 +384,7 @@ main(int argc, char **argv)
 		req = json_pack("{s:s, s:s, s:s}", "cmd", cmd, "key", argv[optind],
 		    "value", argv[optind + 1]);
 	} else if (strcmp(cmd, "status") == 0 || strcmp(cmd, "stats") == 0 ||
+	    strcmp(cmd, "peers") == 0 || strcmp(cmd, "metrics") == 0 ||
 	    strcmp(cmd, "watch") == 0 || strcmp(cmd, "checkpoint") == 0 ||
 	    strcmp(cmd, "leave") == 0) {
 		if (optind != argc) {
@@ -371,6 +420,11 @@ main(int argc, char **argv)
 		rc = ctl_check(reply, as_json);
 		if (rc == 0 && as_json)
 			ctl_print_json(reply);
+		else if (rc == 0 && strcmp(cmd, "metrics") == 0)
+			fputs(json_is_string(json_object_get(reply, "text")) ?
+			    json_string_value(json_object_get(reply, "text")) : "", stdout);
+		else if (rc == 0 && strcmp(cmd, "peers") == 0)
+			ctl_print_peers(reply);
 		else if (rc == 0)
 			ctl_print_table(reply, NULL);
 		json_decref(reply);

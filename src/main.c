@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -26,6 +27,8 @@
 #include "data.h"
 #include "gossipd/control.h"
 #include "log.h"
+#include "member.h"
+#include "metrics.h"
 #include "model.h"
 #include "session.h"
 #include "train.h"
@@ -51,9 +54,13 @@ struct daemon {
 	struct trainer *trainer;
 	struct control *control;
 	struct transport *transport;   /* NULL without --listen */
+	struct member *member;         /* NULL without --listen */
+	uv_timer_t member_timer;
 	uv_async_t wake;
 	uv_signal_t sigterm, sigint;
 	struct pending_ckpt *pending;
+	int trained;                   /* the trainer reported DONE or FAILED */
+	int leaving;                   /* leave requested or budget spent */
 	int stopping;
 	int exit_code;
 };
@@ -70,14 +77,29 @@ state_name(enum train_state s)
 	return "unknown";
 }
 
+/* What status calls the peer's state: the trainer's, except while it
+ * looks for the job or announces its leave. */
+static const char *
+daemon_state(struct daemon *d, const struct train_progress *p)
+{
+	if (d->leaving)
+		return p->state == TRAIN_FAILED ? "failed" : "leaving";
+	if (d->member != NULL && !member_joined(d->member))
+		return "joining";
+	return state_name(p->state);
+}
+
 static json_t *
 daemon_status(struct daemon *d)
 {
 	struct train_progress p;
 	uint64_t sent = 0, received = 0;
+	int members = 1;
 	char id[17];
 
 	train_get_progress(d->trainer, &p);
+	if (d->member != NULL)
+		members = (int)member_count(d->member, MEMBER_ALIVE);
 	snprintf(id, sizeof(id), "%016" PRIx64, d->id);
 	if (d->transport != NULL) {
 		sent = transport_bytes_sent(d->transport);
@@ -85,12 +107,12 @@ daemon_status(struct daemon *d)
 	}
 	return json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I,"
 	    " s:f, s:f, s:i, s:I, s:I, s:I}",
-	    "ok", 1, "id", id, "job", d->cfg.job, "state", state_name(p.state),
+	    "ok", 1, "id", id, "job", d->cfg.job, "state", daemon_state(d, &p),
 	    "step", (json_int_t)p.step, "total_steps", (json_int_t)p.total_steps,
 	    "epoch", (json_int_t)p.epoch, "lr", p.lr, "loss", p.loss,
 	    "accuracy", p.accuracy, "test_loss", p.test_loss,
 	    "eval_step", (json_int_t)p.eval_step, "samples_per_s", p.samples_per_s,
-	    "elapsed", p.elapsed, "members", 1, "bytes_sent", (json_int_t)sent,
+	    "elapsed", p.elapsed, "members", members, "bytes_sent", (json_int_t)sent,
 	    "bytes_received", (json_int_t)received, "exchanges", (json_int_t)0);
 }
 
@@ -113,10 +135,88 @@ daemon_stats(struct daemon *d)
 		transport_stats_json(d->transport, net);
 		json_object_set_new(stats, "transport", net);
 	}
+	if (d->member != NULL)
+		member_stats_json(d->member, stats);
 	return stats;
 }
 
+static json_t *
+daemon_peers(struct daemon *d)
+{
+	struct member_info *info;
+	json_t *list = json_array();
+	size_t n, i;
+	double now = util_now();
+
+	if (d->member == NULL)
+		return json_pack("{s:b, s:o}", "ok", 1, "peers", list);
+	n = member_list(d->member, NULL, 0);
+	info = xcalloc(n ? n : 1, sizeof(*info));
+	n = member_list(d->member, info, n);
+	for (i = 0; i < n; i++) {
+		struct member_info *e = &info[i];
+		char id[17];
+
+		snprintf(id, sizeof(id), "%016" PRIx64, e->id);
+		/* bandwidth, last_exchange and selected come with gossip */
+		json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:I, s:b, s:o, s:o,"
+		    " s:o, s:f, s:n, s:i}",
+		    "id", id, "addr", e->addr, "state", member_state_name(e->state),
+		    "incarnation", (json_int_t)e->incarnation, "self", e->self,
+		    "rtt", e->rtt < 0 ? json_null() : json_real(e->rtt),
+		    "bandwidth", json_null(),
+		    "last_contact", e->self ? json_real(0) : e->last_contact < 0 ?
+		    json_null() : json_real(now - e->last_contact),
+		    "since", now - e->since, "last_exchange", "selected", 0));
+	}
+	free(info);
+	return json_pack("{s:b, s:o}", "ok", 1, "peers", list);
+}
+
+static json_t *
+daemon_metrics(struct daemon *d)
+{
+	json_t *status = daemon_status(d), *stats = daemon_stats(d), *r;
+	char *text = metrics_render(status, stats);
+
+	json_decref(status);
+	json_decref(stats);
+	if (text == NULL)
+		return control_error("out of memory");
+	r = json_pack("{s:b, s:s}", "ok", 1, "text", text);
+	free(text);
+	return r;
+}
+
 static void daemon_shutdown(struct daemon *d);
+static void daemon_begin_leave(struct daemon *d, const char *why);
+static void daemon_member_schedule(struct daemon *d);
+
+/* gossipctl set of a membership knob: keep probe_timeout < probe_interval
+ * and hand the new timing to the running protocol. */
+static int
+daemon_set_timing(struct daemon *d, const char *key, const char *value,
+    struct errbuf *err)
+{
+	int interval = d->cfg.probe_interval, timeout = d->cfg.probe_timeout;
+	int suspicion = d->cfg.suspicion_timeout, rc;
+
+	if ((rc = config_set(&d->cfg, key, value, err)) < 0)
+		return rc;
+	if (d->cfg.probe_timeout >= d->cfg.probe_interval) {
+		d->cfg.probe_interval = interval;
+		d->cfg.probe_timeout = timeout;
+		d->cfg.suspicion_timeout = suspicion;
+		return errbuf_set(err, -EINVAL,
+		    "probe_timeout must stay shorter than probe_interval");
+	}
+	if (d->member != NULL) {
+		member_set_timing(d->member, (unsigned)d->cfg.probe_interval,
+		    (unsigned)d->cfg.probe_timeout, (unsigned)d->cfg.suspicion_timeout);
+		daemon_member_schedule(d);
+	}
+	return 0;
+}
 
 static int
 daemon_command(struct control *ctl, uint64_t client, const char *cmd, json_t *req,
@@ -129,6 +229,10 @@ daemon_command(struct control *ctl, uint64_t client, const char *cmd, json_t *re
 		*reply = daemon_status(d);
 	} else if (strcmp(cmd, GD_CMD_STATS) == 0) {
 		*reply = daemon_stats(d);
+	} else if (strcmp(cmd, GD_CMD_PEERS) == 0) {
+		*reply = daemon_peers(d);
+	} else if (strcmp(cmd, GD_CMD_METRICS) == 0) {
+		*reply = daemon_metrics(d);
 	} else if (strcmp(cmd, GD_CMD_WATCH) == 0) {
 		control_watch(d->control, client);
 		*reply = daemon_status(d);
@@ -140,7 +244,7 @@ daemon_command(struct control *ctl, uint64_t client, const char *cmd, json_t *re
 			*reply = control_error("no checkpoint_dir configured");
 			return CONTROL_REPLIED;
 		}
-		if (d->stopping) {
+		if (d->stopping || d->leaving) {
 			*reply = control_error("peer is leaving; its final checkpoint is on the way");
 			return CONTROL_REPLIED;
 		}
@@ -153,7 +257,7 @@ daemon_command(struct control *ctl, uint64_t client, const char *cmd, json_t *re
 	} else if (strcmp(cmd, GD_CMD_LEAVE) == 0) {
 		log_info("leave requested through the control socket");
 		*reply = json_pack("{s:b, s:s}", "ok", 1, "state", "leaving");
-		train_request_stop(d->trainer);
+		daemon_begin_leave(d, "leave requested");
 	} else if (strcmp(cmd, GD_CMD_SET) == 0) {
 		const char *key = json_string_value(json_object_get(req, "key"));
 		const char *value = json_string_value(json_object_get(req, "value"));
@@ -162,7 +266,7 @@ daemon_command(struct control *ctl, uint64_t client, const char *cmd, json_t *re
 
 		if (key == NULL || value == NULL) {
 			*reply = control_error("set needs \"key\" and \"value\" strings");
-		} else if (config_set(&d->cfg, key, value, &err) < 0) {
+		} else if (daemon_set_timing(d, key, value, &err) < 0) {
 			*reply = control_error("%s", err.msg);
 		} else {
 			if (log_level_parse(d->cfg.log_level, &l) == 0)
@@ -171,8 +275,8 @@ daemon_command(struct control *ctl, uint64_t client, const char *cmd, json_t *re
 			*reply = json_pack("{s:b, s:s, s:s}", "ok", 1, "key", key, "value", value);
 		}
 	} else {
-		*reply = control_error("unknown command '%s' (try status, stats, watch, "
-		    "checkpoint, leave, set)", cmd);
+		*reply = control_error("unknown command '%s' (try status, peers, stats, "
+		    "metrics, watch, checkpoint, leave, set)", cmd);
 	}
 	return CONTROL_REPLIED;
 }
@@ -203,6 +307,36 @@ daemon_answer_checkpoints(struct daemon *d, const struct train_progress *p, int 
 	}
 }
 
+/* Exit once the trainer has stopped and the leave went out. */
+static void
+daemon_maybe_exit(struct daemon *d)
+{
+	if (!d->leaving || !d->trained || d->stopping)
+		return;
+	if (d->member != NULL && !member_leave_done(d->member, util_now()))
+		return;
+	daemon_shutdown(d);
+}
+
+/* Leaving: announce `left` while the trainer finishes its step and writes
+ * the final checkpoint; daemon_maybe_exit ends the process when both are
+ * done (the announcement is bounded by leave_timeout). */
+static void
+daemon_begin_leave(struct daemon *d, const char *why)
+{
+	if (d->leaving)
+		return;
+	d->leaving = 1;
+	log_info("%s: leaving", why);
+	if (d->trainer != NULL)
+		train_request_stop(d->trainer);
+	if (d->member != NULL) {
+		member_leave(d->member, util_now());
+		daemon_member_schedule(d);
+	}
+	daemon_maybe_exit(d);
+}
+
 /* Runs on the loop thread whenever the trainer has news. */
 static void
 daemon_wake(uv_async_t *h)
@@ -222,7 +356,8 @@ daemon_wake(uv_async_t *h)
 		control_broadcast(d->control, msg);
 		json_decref(msg);
 	}
-	if (p.state == TRAIN_DONE || p.state == TRAIN_FAILED) {
+	if ((p.state == TRAIN_DONE || p.state == TRAIN_FAILED) && !d->trained) {
+		d->trained = 1;
 		if (p.state == TRAIN_FAILED) {
 			log_error("training failed: %s", p.error);
 			d->exit_code = EXIT_RUNTIME;
@@ -231,18 +366,26 @@ daemon_wake(uv_async_t *h)
 			    p.step, p.elapsed, p.accuracy, p.test_loss);
 		}
 		daemon_answer_checkpoints(d, &p, 1);
-		daemon_shutdown(d);
+		if (p.state == TRAIN_DONE && d->cfg.linger && d->member != NULL && !d->leaving)
+			log_info("training budget spent; lingering as a member until told to leave");
+		else
+			daemon_begin_leave(d, "training finished");
 	}
+	daemon_maybe_exit(d);
 }
 
-/* No application speaks over the transport yet: membership and gossip
- * register their message types here when they land. */
+/* Messages are routed by type range to the module that owns it. */
 static void
 daemon_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
     const uint8_t *payload, size_t len)
 {
-	(void)arg;
-	(void)payload;
+	struct daemon *d = arg;
+
+	if (d->member != NULL && type >= MEMBER_T_FIRST && type <= MEMBER_T_LAST) {
+		member_recv(d->member, util_now(), sender, addr, type, payload, len);
+		daemon_member_schedule(d);
+		return;
+	}
 	log_debug("message type %u of %zu bytes from %016" PRIx64 " at %s: no handler",
 	    type, len, sender, addr);
 }
@@ -250,8 +393,166 @@ daemon_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
 static void
 daemon_peer_down(void *arg, const char *addr, uint64_t id, int status)
 {
-	(void)arg;
+	struct daemon *d = arg;
+
 	log_info("peer %016" PRIx64 " at %s unreachable: %s", id, addr, strerror(-status));
+	if (d->member != NULL) {
+		member_peer_down(d->member, util_now(), addr);
+		daemon_member_schedule(d);
+	}
+}
+
+static int
+daemon_member_send(void *arg, const char *addr, uint8_t type, const void *buf,
+    size_t len, member_send_cb cb, void *cbarg)
+{
+	struct daemon *d = arg;
+
+	if (d->transport == NULL)
+		return -ESHUTDOWN;
+	return transport_send(d->transport, addr, type, buf, len, cb, cbarg);
+}
+
+static void
+daemon_member_change(void *arg, const char *addr, uint64_t id, enum member_state old,
+    enum member_state now)
+{
+	struct daemon *d = arg;
+	char hex[17];
+
+	snprintf(hex, sizeof(hex), "%016" PRIx64, id);
+	if (old == now)
+		log_info("member %s (%s) appeared: %s", addr, hex, member_state_name(now));
+	else
+		log_info("member %s (%s): %s -> %s", addr, hex, member_state_name(old),
+		    member_state_name(now));
+	if (control_watchers(d->control) > 0) {
+		json_t *msg = json_pack("{s:s, s:s, s:s, s:s, s:s}", "event", "member",
+		    "addr", addr, "id", hex, "state", member_state_name(now),
+		    "was", old == now ? "unknown" : member_state_name(old));
+
+		control_broadcast(d->control, msg);
+		json_decref(msg);
+	}
+}
+
+static void
+daemon_member_timer(uv_timer_t *h)
+{
+	struct daemon *d = h->data;
+
+	if (d->member == NULL)
+		return;
+	member_tick(d->member, util_now());
+	daemon_member_schedule(d);
+	daemon_maybe_exit(d);
+}
+
+/* Arm the timer for the protocol's next deadline; while leaving, look
+ * often whether the announcement is through. */
+static void
+daemon_member_schedule(struct daemon *d)
+{
+	double wait;
+
+	if (d->member == NULL || d->stopping)
+		return;
+	wait = member_next_deadline(d->member) - util_now();
+	if (d->leaving && wait > 0.02)
+		wait = 0.02;
+	uv_timer_start(&d->member_timer, daemon_member_timer,
+	    wait > 0 ? (uint64_t)(wait * 1000.0) + 1 : 0, 0);
+}
+
+/* --peers: "A:P,B:P" or "@FILE" with one address a line, # comments. */
+static int
+daemon_add_seeds(struct daemon *d, const char *list, struct errbuf *err)
+{
+	char *text = NULL, *tok, *save, host[256];
+	const char *sep = ",";
+	double now = util_now();
+	int port, rc = 0, n = 0;
+
+	if (list[0] == '@') {
+		FILE *f = fopen(list + 1, "r");
+		char line[512];
+		size_t len = 0, cap = 1;
+
+		if (f == NULL)
+			return errbuf_set(err, -EINVAL, "peers: cannot open %s: %s", list + 1,
+			    strerror(errno));
+		text = xcalloc(1, 1);
+		while (fgets(line, sizeof(line), f) != NULL) {
+			size_t l;
+
+			line[strcspn(line, "#")] = '\0';
+			l = strlen(line);
+			text = realloc(text, cap += l + 1);
+			if (text == NULL)
+				abort();
+			memcpy(text + len, line, l);
+			len += l;
+			text[len++] = '\n';
+			text[len] = '\0';
+		}
+		fclose(f);
+		sep = " \t\r\n";
+	} else {
+		text = xstrdup(list);
+	}
+	for (tok = strtok_r(text, sep, &save); tok != NULL; tok = strtok_r(NULL, sep, &save)) {
+		if (config_split_hostport(tok, host, sizeof(host), &port) < 0) {
+			rc = errbuf_set(err, -EINVAL, "peers: '%s' is not HOST:PORT", tok);
+			goto out;
+		}
+		if ((rc = member_add_seed(d->member, tok, now)) < 0) {
+			rc = errbuf_set(err, rc, "peers: cannot use '%s': %s", tok, strerror(-rc));
+			goto out;
+		}
+		n++;
+	}
+	if (n == 0)
+		rc = errbuf_set(err, -EINVAL, "peers: no address in '%s'", list);
+out:
+	free(text);
+	return rc;
+}
+
+static int
+daemon_open_member(struct daemon *d, struct errbuf *err)
+{
+	struct member_ops ops = { daemon_member_send, daemon_member_change, d };
+	struct member_params mp;
+	struct timespec ts;
+	int rc;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&mp, 0, sizeof(mp));
+	mp.self_addr = d->cfg.listen;
+	mp.self_id = d->id;
+	/* wall-clock ms: a restart on this address outranks its old records */
+	mp.incarnation = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	mp.period_ms = (unsigned)d->cfg.probe_interval;
+	mp.ping_timeout_ms = (unsigned)d->cfg.probe_timeout;
+	mp.suspicion_ms = (unsigned)d->cfg.suspicion_timeout;
+	mp.indirect_checks = (unsigned)d->cfg.indirect_checks;
+	mp.leave_ms = (unsigned)d->cfg.leave_timeout;
+	uv_timer_init(d->loop, &d->member_timer);
+	d->member_timer.data = d;
+	if ((rc = member_new(&mp, &ops, util_now(), &d->member, err)) < 0)
+		return rc;
+	transport_name_type(d->transport, MEMBER_T_PING, "ping");
+	transport_name_type(d->transport, MEMBER_T_ACK, "ping_ack");
+	transport_name_type(d->transport, MEMBER_T_PING_REQ, "ping_req");
+	transport_name_type(d->transport, MEMBER_T_SYNC, "sync");
+	transport_name_type(d->transport, MEMBER_T_GOSSIP, "member_gossip");
+	if (d->cfg.peers != NULL && (rc = daemon_add_seeds(d, d->cfg.peers, err)) < 0)
+		return rc;
+	if (d->cfg.join != NULL && (rc = member_add_seed(d->member, d->cfg.join,
+	    util_now())) < 0)
+		return errbuf_set(err, rc, "join: cannot use '%s'", d->cfg.join);
+	daemon_member_schedule(d);
+	return 0;
 }
 
 /* Key errors are configuration errors (exit 2); an endpoint that cannot
@@ -286,6 +587,15 @@ daemon_open_transport(struct daemon *d, int *exit_code, struct errbuf *err)
 		    d->cfg.provider, why.msg);
 	}
 	log_info("fabric endpoint on %s (provider %s)", d->cfg.listen, d->cfg.provider);
+	if ((rc = daemon_open_member(d, &why)) < 0) {
+		transport_close(d->transport, NULL, NULL);
+		d->transport = NULL;
+		member_free(d->member);
+		d->member = NULL;
+		uv_close((uv_handle_t *)&d->member_timer, NULL);
+		*exit_code = EXIT_USAGE;
+		return errbuf_set(err, rc, "%s", why.msg);
+	}
 	return 0;
 }
 
@@ -294,8 +604,7 @@ daemon_signal(uv_signal_t *h, int signum)
 {
 	struct daemon *d = h->data;
 
-	log_info("%s: leaving", strsignal(signum));
-	train_request_stop(d->trainer);
+	daemon_begin_leave(d, strsignal(signum));
 }
 
 static void
@@ -308,8 +617,14 @@ daemon_shutdown(struct daemon *d)
 		train_request_stop(d->trainer);
 	control_close(d->control);
 	if (d->transport != NULL) {
+		/* fails what is still in flight: no send callback after this */
 		transport_close(d->transport, NULL, NULL);
 		d->transport = NULL;
+	}
+	if (d->member != NULL) {
+		member_free(d->member);
+		d->member = NULL;
+		uv_close((uv_handle_t *)&d->member_timer, NULL);
 	}
 	uv_close((uv_handle_t *)&d->wake, NULL);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);

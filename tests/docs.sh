@@ -15,7 +15,7 @@ for k in $keys; do
 		fail "key $key missing from gossipd.conf.5"
 	n=$((n + 1))
 done
-for c in status stats watch checkpoint leave set keygen; do
+for c in status peers stats metrics watch checkpoint leave set keygen; do
 	grep -q "^\.B $c\$\|^\.BI $c " "$man/gossipctl.1" || fail "command $c missing from gossipctl.1"
 	"$GOSSIPCTL" --help | grep -q "^  $c" || fail "command $c missing from gossipctl --help"
 done

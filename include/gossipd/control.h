@@ -9,7 +9,10 @@
  * Request: {"cmd":"<command>", ...arguments}.
  * Reply: {"ok":true, ...} or {"ok":false,"error":"<reason>"}.
  * After a successful "watch" the server keeps sending
- * {"event":"progress", ...status fields} lines until the client hangs up.
+ * {"event":"progress", ...status fields} and, when a member changes state,
+ * {"event":"member","addr":...,"id":...,"state":...,"was":...} lines
+ * until the client hangs up. "metrics" replies {"ok":true,"text":"..."}
+ * with the Prometheus text exposition in "text".
  */
 #ifndef GOSSIPD_CONTROL_H
 #define GOSSIPD_CONTROL_H
@@ -22,6 +25,8 @@
 #define GD_CMD_LEAVE "leave"
 #define GD_CMD_WATCH "watch"
 #define GD_CMD_SET "set"
+#define GD_CMD_PEERS "peers"
+#define GD_CMD_METRICS "metrics"
 
 /* Default socket: GD_CONTROL_DIR_FMT with the uid, then "<job>.sock". */
 #define GD_CONTROL_DIR_FMT "/tmp/gossipd-%u"

@@ -1,0 +1,1177 @@
+/*
+ * member: see member.h. Shape of the code:
+ *
+ * - The table is an array of records, this peer first. Records are found
+ *   by address (linear scan: a job has tens to hundreds of peers, and
+ *   every scan is far cheaper than the message that caused it).
+ * - A record with transmits > 0 has news to spread; outgoing messages
+ *   carry the sender's own record first, then the receiver's record when
+ *   we do not think it alive (so a peer wrongly marked suspect or dead
+ *   learns of it from whoever talks to it and refutes), then the records
+ *   with the most transmissions left, within MEMBER_PIGGY_BYTES.
+ * - Probes and relayed probes are matched by sequence number only.
+ * - If the clock jumped by several periods between two ticks, this
+ *   process was not scheduled (SIGSTOP, swap, an overloaded machine): the
+ *   probe in flight proves nothing about its target and suspicions may
+ *   have expired without a chance to hear refutations, so both restart.
+ *
+ * Wire layout, little-endian:
+ *	0 version(u8)=1  1 flags(u8)  2 update count(u16)  4 seq(u32)
+ *	PING_REQ only: 8 target length(u8), target bytes
+ *	then per update: state(u8) addr length(u8) id(u64) incarnation(u64)
+ *	addr bytes
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "member.h"
+#include "rng.h"
+
+#define MEMBER_WIRE_VERSION	1
+#define MEMBER_F_REPLY		0x01	/* SYNC: answer with your table */
+#define MEMBER_HDR		8
+#define MEMBER_UPD_HDR		18
+#define MEMBER_PIGGY_BYTES	1200
+#define MEMBER_MAX_RELAYS	64
+#define MEMBER_MAX_SEEDS	64
+#define MEMBER_LH_MAX		3	/* local health: timeouts x (1 + lh) */
+#define MEMBER_REAP_S		300.0	/* forget dead and left records */
+#define MEMBER_RTT_ALPHA	0.125
+#define MEMBER_TX_CAP		(MEMBER_HDR + 1 + WIRE_ADDR_MAX + \
+	MEMBER_MSG_MAX_UPDATES * (MEMBER_UPD_HDR + WIRE_ADDR_MAX))
+
+struct mentry {
+	char		addr[WIRE_ADDR_MAX + 1];
+	uint64_t	id;
+	uint64_t	inc;
+	enum member_state state;
+	double		since;
+	double		suspect_deadline;
+	double		last_contact;
+	double		rtt;
+	unsigned	transmits;
+	unsigned	mark;		/* == member.mark: in the message being built */
+};
+
+struct probe {
+	int		active;
+	int		indirect_sent;
+	char		target[WIRE_ADDR_MAX + 1];
+	uint32_t	seq;
+	double		sent;
+	double		direct_deadline;
+	double		end;
+};
+
+struct relay {
+	uint32_t	my_seq;
+	uint32_t	their_seq;
+	char		requester[WIRE_ADDR_MAX + 1];
+	double		expires;
+};
+
+struct seed {
+	char		addr[WIRE_ADDR_MAX + 1];
+	double		next;
+	unsigned	backoff_ms;
+};
+
+struct member_counters {
+	uint64_t	pings_sent, pings_received, acks_sent, acks_received;
+	uint64_t	ping_reqs_sent, ping_reqs_received, relayed_acks;
+	uint64_t	probes, probe_failures, indirect_successes;
+	uint64_t	suspicions, deaths, deaths_declared, lefts, joins;
+	uint64_t	refutations, updates_received, updates_sent;
+	uint64_t	syncs_sent, syncs_received, gossip_sent;
+	uint64_t	malformed, send_errors, pauses;
+};
+
+struct member {
+	struct member_params p;
+	struct member_ops ops;
+	struct rng	rng;
+	struct mentry	*e;		/* e[0] is this peer */
+	size_t		n, cap;
+	size_t		*order;		/* probe order: indices into e */
+	size_t		norder, pos;
+	struct probe	probe;
+	struct relay	relays[MEMBER_MAX_RELAYS];
+	struct seed	seeds[MEMBER_MAX_SEEDS];
+	size_t		nseeds;
+	uint32_t	next_seq;
+	unsigned	mark;
+	unsigned	lh;
+	int		joined;
+	int		leaving;
+	unsigned	leave_pending;
+	double		leave_deadline;
+	double		last_tick;
+	double		next_probe, next_gossip, next_sync, next_reap;
+	uint8_t		*tx;
+	struct member_update *ubuf;
+	struct member_counters c;
+};
+
+static const char *const state_names[] = { "alive", "suspect", "dead", "left" };
+
+const char *
+member_state_name(enum member_state s)
+{
+	return (unsigned)s < GD_ARRAY_SIZE(state_names) ? state_names[s] : "unknown";
+}
+
+/* --- codec ------------------------------------------------------------- */
+
+static void
+put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void
+put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t
+get_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t
+get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+int
+member_msg_encode(uint8_t type, const struct member_msg *msg, uint8_t *buf,
+    size_t cap)
+{
+	size_t off = MEMBER_HDR, tl, al;
+	uint16_t i;
+
+	if (cap < MEMBER_HDR)
+		return -EMSGSIZE;
+	buf[0] = MEMBER_WIRE_VERSION;
+	buf[1] = msg->flags;
+	put_u16(buf + 2, msg->n);
+	put_u32(buf + 4, msg->seq);
+	if (type == MEMBER_T_PING_REQ) {
+		tl = strlen(msg->target);
+		if (tl == 0 || tl > WIRE_ADDR_MAX || off + 1 + tl > cap)
+			return -EMSGSIZE;
+		buf[off] = (uint8_t)tl;
+		memcpy(buf + off + 1, msg->target, tl);
+		off += 1 + tl;
+	}
+	for (i = 0; i < msg->n; i++) {
+		const struct member_update *u = &msg->u[i];
+
+		al = strlen(u->addr);
+		if (al == 0 || al > WIRE_ADDR_MAX ||
+		    off + MEMBER_UPD_HDR + al > cap)
+			return -EMSGSIZE;
+		buf[off] = u->state;
+		buf[off + 1] = (uint8_t)al;
+		wire_put_u64(buf + off + 2, u->id);
+		wire_put_u64(buf + off + 10, u->incarnation);
+		memcpy(buf + off + MEMBER_UPD_HDR, u->addr, al);
+		off += MEMBER_UPD_HDR + al;
+	}
+	return (int)off;
+}
+
+/* An address must be printable ASCII without spaces. */
+static int
+addr_ok(const uint8_t *p, size_t n)
+{
+	if (n == 0 || n > WIRE_ADDR_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < 0x21 || p[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+int
+member_msg_decode(uint8_t type, const uint8_t *buf, size_t len,
+    struct member_msg *msg, size_t max, struct errbuf *err)
+{
+	size_t off = MEMBER_HDR, tl, al;
+	uint16_t i;
+
+	if (type < MEMBER_T_PING || type > MEMBER_T_GOSSIP)
+		return errbuf_set(err, -EBADMSG, "unknown type %u", type);
+	if (buf == NULL || len < MEMBER_HDR)
+		return errbuf_set(err, -EBADMSG, "%zu bytes, shorter than a header",
+		    len);
+	if (buf[0] != MEMBER_WIRE_VERSION)
+		return errbuf_set(err, -EBADMSG, "version %u", buf[0]);
+	msg->flags = buf[1];
+	msg->n = get_u16(buf + 2);
+	msg->seq = get_u32(buf + 4);
+	msg->target[0] = '\0';
+	if (msg->n > max)
+		return errbuf_set(err, -EBADMSG, "%u updates, at most %zu", msg->n,
+		    max);
+	if (type == MEMBER_T_PING_REQ) {
+		if (off + 1 > len)
+			return errbuf_set(err, -EBADMSG, "no target");
+		tl = buf[off];
+		if (off + 1 + tl > len || !addr_ok(buf + off + 1, tl))
+			return errbuf_set(err, -EBADMSG, "bad target address");
+		memcpy(msg->target, buf + off + 1, tl);
+		msg->target[tl] = '\0';
+		off += 1 + tl;
+	}
+	for (i = 0; i < msg->n; i++) {
+		struct member_update *u = &msg->u[i];
+
+		if (off + MEMBER_UPD_HDR > len)
+			return errbuf_set(err, -EBADMSG, "update %u truncated", i);
+		u->state = buf[off];
+		al = buf[off + 1];
+		u->id = wire_get_u64(buf + off + 2);
+		u->incarnation = wire_get_u64(buf + off + 10);
+		if (u->state > MEMBER_LEFT)
+			return errbuf_set(err, -EBADMSG, "update %u: state %u", i,
+			    u->state);
+		if (u->id == 0)
+			return errbuf_set(err, -EBADMSG, "update %u: id 0", i);
+		if (off + MEMBER_UPD_HDR + al > len ||
+		    !addr_ok(buf + off + MEMBER_UPD_HDR, al))
+			return errbuf_set(err, -EBADMSG, "update %u: bad address", i);
+		memcpy(u->addr, buf + off + MEMBER_UPD_HDR, al);
+		u->addr[al] = '\0';
+		off += MEMBER_UPD_HDR + al;
+	}
+	if (off != len)
+		return errbuf_set(err, -EBADMSG, "%zu trailing bytes", len - off);
+	return 0;
+}
+
+/* --- table --------------------------------------------------------------- */
+
+static struct mentry *
+find(struct member *m, const char *addr)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (strcmp(m->e[i].addr, addr) == 0)
+			return &m->e[i];
+	return NULL;
+}
+
+static int
+live(const struct mentry *e)
+{
+	return e->state == MEMBER_ALIVE || e->state == MEMBER_SUSPECT;
+}
+
+static unsigned
+live_count(const struct member *m)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		n += live(&m->e[i]);
+	return n;
+}
+
+/* How many times news about one record is sent: lambda * log2(n). */
+static unsigned
+retransmits(const struct member *m)
+{
+	unsigned n = live_count(m) + 1, bits = 0;
+
+	while ((1u << bits) < n)
+		bits++;
+	return m->p.retransmit_mult * (bits ? bits : 1);
+}
+
+static void
+spread(struct member *m, struct mentry *e)
+{
+	e->transmits = retransmits(m);
+}
+
+static void
+notify(struct member *m, const struct mentry *e, enum member_state old)
+{
+	if (m->ops.change != NULL)
+		m->ops.change(m->ops.arg, e->addr, e->id, old, e->state);
+}
+
+static double
+eff(const struct member *m, unsigned ms)
+{
+	return ms / 1000.0 * (1 + m->lh);
+}
+
+static void
+set_state(struct member *m, struct mentry *e, enum member_state s, double now)
+{
+	enum member_state old = e->state;
+
+	e->state = s;
+	e->since = now;
+	if (s == MEMBER_SUSPECT) {
+		e->suspect_deadline = now + m->p.suspicion_ms / 1000.0;
+		m->c.suspicions++;
+	} else if (s == MEMBER_DEAD) {
+		m->c.deaths++;
+	} else if (s == MEMBER_LEFT) {
+		m->c.lefts++;
+	}
+	spread(m, e);
+	if (old != s)
+		notify(m, e, old);
+}
+
+/* The probe order is rebuilt when a pass ends: a random permutation of
+ * the live members, so every member is probed once per pass (SWIM's
+ * bound on detection time) in an order nobody can predict. */
+static void
+order_rebuild(struct member *m)
+{
+	m->norder = 0;
+	m->pos = 0;
+	for (size_t i = 1; i < m->n; i++)
+		if (live(&m->e[i]))
+			m->order[m->norder++] = i;
+	rng_shuffle(&m->rng, m->order, m->norder);
+}
+
+/* SWIM: a newcomer goes to a random place in the current pass. */
+static void
+order_insert(struct member *m, size_t idx)
+{
+	size_t at = m->pos + (size_t)rng_below(&m->rng, m->norder - m->pos + 1);
+
+	memmove(&m->order[at + 1], &m->order[at],
+	    (m->norder - at) * sizeof(*m->order));
+	m->order[at] = idx;
+	m->norder++;
+}
+
+static struct mentry *
+add(struct member *m, const struct member_update *u, double now)
+{
+	struct mentry *e;
+
+	if (m->n == m->cap) {
+		size_t cap = m->cap * 2;
+		struct mentry *ne = realloc(m->e, cap * sizeof(*ne));
+		size_t *no = realloc(m->order, cap * sizeof(*no));
+
+		if (ne != NULL)
+			m->e = ne;
+		if (no != NULL)
+			m->order = no;
+		if (ne == NULL || no == NULL) {
+			log_warn("member: no memory for member %s", u->addr);
+			return NULL;
+		}
+		m->cap = cap;
+	}
+	e = &m->e[m->n++];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->addr, sizeof(e->addr), "%s", u->addr);
+	e->id = u->id;
+	e->inc = u->incarnation;
+	e->state = u->state;
+	e->since = now;
+	e->last_contact = -1;
+	e->rtt = -1;
+	if (e->state == MEMBER_SUSPECT)
+		e->suspect_deadline = now + m->p.suspicion_ms / 1000.0;
+	if (live(e)) {
+		order_insert(m, (size_t)(e - m->e));
+		m->c.joins++;
+		spread(m, e);
+	}
+	notify(m, e, e->state);
+	return e;
+}
+
+static void
+reap(struct member *m, double now)
+{
+	size_t i = 1, removed = 0;
+
+	while (i < m->n) {
+		struct mentry *e = &m->e[i];
+
+		if (!live(e) && now - e->since > MEMBER_REAP_S) {
+			memmove(e, e + 1, (m->n - i - 1) * sizeof(*e));
+			m->n--;
+			removed++;
+		} else {
+			i++;
+		}
+	}
+	if (removed)
+		order_rebuild(m);
+}
+
+/* Does update u supersede record e? Incarnations order the records of one
+ * address; at equal incarnation left > dead > suspect > alive. */
+static int
+newer(const struct mentry *e, const struct member_update *u)
+{
+	if (u->incarnation != e->inc)
+		return u->incarnation > e->inc;
+	if (u->id != e->id)
+		return 0;
+	switch (u->state) {
+	case MEMBER_SUSPECT:
+		return e->state == MEMBER_ALIVE;
+	case MEMBER_DEAD:
+		return e->state == MEMBER_ALIVE || e->state == MEMBER_SUSPECT;
+	case MEMBER_LEFT:
+		return e->state != MEMBER_LEFT;
+	default:
+		return 0;
+	}
+}
+
+static void
+apply(struct member *m, const struct member_update *u, double now)
+{
+	struct mentry *self = &m->e[0], *e;
+	enum member_state old;
+	int was_live;
+
+	m->c.updates_received++;
+	if (strcmp(u->addr, self->addr) == 0) {
+		if (m->leaving)
+			return;
+		if (u->state == MEMBER_ALIVE && u->id == self->id)
+			return;
+		/* Someone doubts us, or still speaks of an older process at
+		 * our address: outrank it. */
+		if (u->incarnation >= self->inc) {
+			self->inc = u->incarnation + 1;
+			spread(m, self);
+			m->c.refutations++;
+			if (m->lh < MEMBER_LH_MAX)
+				m->lh++;
+			log_info("member: refuting %s about us (incarnation now %" PRIu64 ")",
+			    member_state_name(u->state), self->inc);
+		}
+		return;
+	}
+	if ((e = find(m, u->addr)) == NULL) {
+		e = add(m, u, now);
+		if (e != NULL && !live(e))
+			e->transmits = 0;
+		return;
+	}
+	if (!newer(e, u))
+		return;
+	old = e->state;
+	was_live = live(e);
+	e->inc = u->incarnation;
+	if (e->id != u->id) {
+		log_info("member: %s is now %016" PRIx64 " (was %016" PRIx64 ")",
+		    e->addr, u->id, e->id);
+		e->rtt = -1;
+		e->last_contact = -1;
+		e->id = u->id;
+		if (old == u->state)
+			notify(m, e, old);
+	}
+	set_state(m, e, u->state, now);
+	if (!was_live && live(e)) {
+		/* back from dead or left: into the current probe pass */
+		order_insert(m, (size_t)(e - m->e));
+		m->c.joins++;
+	}
+}
+
+/* --- sending ------------------------------------------------------------- */
+
+static void
+fill(struct member_update *u, const struct mentry *e)
+{
+	u->state = (uint8_t)e->state;
+	u->id = e->id;
+	u->incarnation = e->inc;
+	snprintf(u->addr, sizeof(u->addr), "%s", e->addr);
+}
+
+static size_t
+upd_size(const struct mentry *e)
+{
+	return MEMBER_UPD_HDR + strlen(e->addr);
+}
+
+/* Gather the updates for one message to addr (see the top comment). */
+static uint16_t
+piggyback(struct member *m, const char *to, int whole_table)
+{
+	struct mentry *dest = to ? find(m, to) : NULL;
+	size_t budget = MEMBER_PIGGY_BYTES, i;
+	uint16_t n = 0;
+
+	m->mark++;
+	fill(&m->ubuf[n++], &m->e[0]);
+	if (m->e[0].transmits > 0)
+		m->e[0].transmits--;
+	if (whole_table) {
+		for (i = 1; i < m->n && n < MEMBER_MSG_MAX_UPDATES; i++)
+			fill(&m->ubuf[n++], &m->e[i]);
+		return n;
+	}
+	if (dest != NULL && dest->state != MEMBER_ALIVE) {
+		fill(&m->ubuf[n++], dest);
+		budget -= upd_size(dest);
+	}
+	for (;;) {
+		struct mentry *best = NULL;
+
+		for (i = 1; i < m->n; i++) {
+			struct mentry *e = &m->e[i];
+
+			if (e->transmits == 0 || e == dest || e->mark == m->mark ||
+			    upd_size(e) > budget)
+				continue;
+			if (best == NULL || e->transmits > best->transmits)
+				best = e;
+		}
+		if (best == NULL || n >= MEMBER_MSG_MAX_UPDATES)
+			break;
+		fill(&m->ubuf[n++], best);
+		best->mark = m->mark;
+		best->transmits--;
+		budget -= upd_size(best);
+	}
+	return n;
+}
+
+static int
+send_msg(struct member *m, const char *to, uint8_t type, uint32_t seq,
+    const char *target, uint8_t flags, member_send_cb cb, void *cbarg)
+{
+	struct member_msg msg;
+	int len, rc;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.flags = flags;
+	msg.seq = seq;
+	msg.u = m->ubuf;
+	if (target != NULL)
+		snprintf(msg.target, sizeof(msg.target), "%s", target);
+	msg.n = piggyback(m, to, type == MEMBER_T_SYNC);
+	len = member_msg_encode(type, &msg, m->tx, MEMBER_TX_CAP);
+	if (len < 0)
+		return len;
+	m->c.updates_sent += msg.n - 1u;
+	rc = m->ops.send(m->ops.arg, to, type, m->tx, (size_t)len, cb, cbarg);
+	if (rc < 0) {
+		m->c.send_errors++;
+		log_debug("member: send to %s failed: %s", to, strerror(-rc));
+	}
+	return rc;
+}
+
+/* A random live member other than this peer and except; NULL if none. */
+static struct mentry *
+random_live(struct member *m, const char *except, int alive_only)
+{
+	size_t cand = 0, pick, i;
+
+	for (i = 1; i < m->n; i++)
+		if ((alive_only ? m->e[i].state == MEMBER_ALIVE : live(&m->e[i])) &&
+		    (except == NULL || strcmp(m->e[i].addr, except) != 0))
+			cand++;
+	if (cand == 0)
+		return NULL;
+	pick = (size_t)rng_below(&m->rng, cand);
+	for (i = 1; i < m->n; i++)
+		if ((alive_only ? m->e[i].state == MEMBER_ALIVE : live(&m->e[i])) &&
+		    (except == NULL || strcmp(m->e[i].addr, except) != 0) &&
+		    pick-- == 0)
+			return &m->e[i];
+	return NULL;
+}
+
+/* --- life cycle ---------------------------------------------------------- */
+
+static unsigned
+dflt(unsigned v, unsigned d)
+{
+	return v ? v : d;
+}
+
+int
+member_new(const struct member_params *p, const struct member_ops *ops,
+    double now, struct member **out, struct errbuf *err)
+{
+	struct member *m;
+
+	if (p->self_addr == NULL || !addr_ok((const uint8_t *)p->self_addr,
+	    strlen(p->self_addr)))
+		return errbuf_set(err, -EINVAL, "member: bad own address");
+	if (p->self_id == 0 || ops == NULL || ops->send == NULL)
+		return errbuf_set(err, -EINVAL, "member: an id and a send function are required");
+	m = xcalloc(1, sizeof(*m));
+	m->p = *p;
+	m->p.period_ms = dflt(p->period_ms, MEMBER_DEFAULT_PERIOD_MS);
+	m->p.ping_timeout_ms = dflt(p->ping_timeout_ms, MEMBER_DEFAULT_PING_TIMEOUT_MS);
+	m->p.suspicion_ms = dflt(p->suspicion_ms, MEMBER_DEFAULT_SUSPICION_MS);
+	m->p.indirect_checks = dflt(p->indirect_checks, MEMBER_DEFAULT_INDIRECT);
+	m->p.retransmit_mult = dflt(p->retransmit_mult, MEMBER_DEFAULT_RETRANSMIT);
+	m->p.gossip_ms = dflt(p->gossip_ms, MEMBER_DEFAULT_GOSSIP_MS);
+	m->p.gossip_fanout = dflt(p->gossip_fanout, MEMBER_DEFAULT_FANOUT);
+	m->p.sync_ms = dflt(p->sync_ms, MEMBER_DEFAULT_SYNC_MS);
+	m->p.leave_ms = dflt(p->leave_ms, MEMBER_DEFAULT_LEAVE_MS);
+	m->p.retry_ms = dflt(p->retry_ms, MEMBER_DEFAULT_RETRY_MS);
+	m->p.self_addr = NULL;
+	m->ops = *ops;
+	rng_init(&m->rng, p->self_id, "member", 0, 0);
+	m->cap = 16;
+	m->e = xcalloc(m->cap, sizeof(*m->e));
+	m->order = xcalloc(m->cap, sizeof(*m->order));
+	m->tx = xmalloc(MEMBER_TX_CAP);
+	m->ubuf = xcalloc(MEMBER_MSG_MAX_UPDATES, sizeof(*m->ubuf));
+	m->n = 1;
+	snprintf(m->e[0].addr, sizeof(m->e[0].addr), "%s", p->self_addr);
+	m->e[0].id = p->self_id;
+	m->e[0].inc = p->incarnation;
+	m->e[0].state = MEMBER_ALIVE;
+	m->e[0].since = now;
+	m->e[0].last_contact = now;
+	m->e[0].rtt = -1;
+	m->next_seq = (uint32_t)rng_u64(&m->rng);
+	m->joined = 1;		/* until a seed says otherwise */
+	m->last_tick = now;
+	m->next_probe = now + m->p.period_ms / 1000.0;
+	m->next_gossip = now;
+	m->next_sync = now + m->p.sync_ms / 1000.0;
+	m->next_reap = now + MEMBER_REAP_S;
+	*out = m;
+	return 0;
+}
+
+void
+member_free(struct member *m)
+{
+	if (m == NULL)
+		return;
+	rng_clear(&m->rng);
+	free(m->e);
+	free(m->order);
+	free(m->tx);
+	free(m->ubuf);
+	free(m);
+}
+
+int
+member_add_seed(struct member *m, const char *addr, double now)
+{
+	struct seed *s;
+
+	if (!addr_ok((const uint8_t *)addr, strlen(addr)))
+		return -EINVAL;
+	if (strcmp(addr, m->e[0].addr) == 0)
+		return 0;
+	for (size_t i = 0; i < m->nseeds; i++)
+		if (strcmp(m->seeds[i].addr, addr) == 0)
+			return 0;
+	if (m->nseeds == MEMBER_MAX_SEEDS)
+		return -ENOSPC;
+	s = &m->seeds[m->nseeds++];
+	snprintf(s->addr, sizeof(s->addr), "%s", addr);
+	s->next = now;
+	s->backoff_ms = m->p.retry_ms;
+	if (live_count(m) <= 1)
+		m->joined = 0;
+	return 0;
+}
+
+/* --- protocol ------------------------------------------------------------ */
+
+static void
+probe_start(struct member *m, double now)
+{
+	struct mentry *e = NULL;
+
+	while (e == NULL) {
+		if (m->pos >= m->norder) {
+			order_rebuild(m);
+			if (m->norder == 0)
+				return;
+		}
+		e = &m->e[m->order[m->pos++]];
+		if (!live(e))
+			e = NULL;
+	}
+	m->probe.active = 1;
+	m->probe.indirect_sent = 0;
+	snprintf(m->probe.target, sizeof(m->probe.target), "%s", e->addr);
+	m->probe.seq = m->next_seq++;
+	m->probe.sent = now;
+	m->probe.direct_deadline = now + eff(m, m->p.ping_timeout_ms);
+	m->probe.end = now + eff(m, m->p.period_ms);
+	m->c.probes++;
+	m->c.pings_sent++;
+	send_msg(m, e->addr, MEMBER_T_PING, m->probe.seq, NULL, 0, NULL, NULL);
+}
+
+static void
+probe_indirect(struct member *m)
+{
+	const char *skip[MEMBER_DEFAULT_INDIRECT * 4];
+	unsigned k = m->p.indirect_checks, sent = 0, tries = 0;
+
+	if (k > GD_ARRAY_SIZE(skip))
+		k = GD_ARRAY_SIZE(skip);
+	m->probe.indirect_sent = 1;
+	while (sent < k && tries++ < 4 * k) {
+		struct mentry *e = random_live(m, m->probe.target, 1);
+		unsigned j;
+
+		if (e == NULL)
+			break;
+		for (j = 0; j < sent; j++)
+			if (skip[j] == e->addr)
+				break;
+		if (j < sent)
+			continue;
+		skip[sent++] = e->addr;
+		m->c.ping_reqs_sent++;
+		send_msg(m, e->addr, MEMBER_T_PING_REQ, m->probe.seq,
+		    m->probe.target, 0, NULL, NULL);
+	}
+}
+
+static void
+probe_failed(struct member *m, double now)
+{
+	struct mentry *e = find(m, m->probe.target);
+
+	m->probe.active = 0;
+	m->c.probe_failures++;
+	if (m->lh < MEMBER_LH_MAX)
+		m->lh++;
+	if (e != NULL && e->state == MEMBER_ALIVE) {
+		log_info("member: %s (%016" PRIx64 ") does not answer: suspect",
+		    e->addr, e->id);
+		set_state(m, e, MEMBER_SUSPECT, now);
+	}
+}
+
+static void
+on_ack(struct member *m, const char *from, uint32_t seq, double now)
+{
+	size_t i;
+
+	m->c.acks_received++;
+	if (m->probe.active && seq == m->probe.seq) {
+		struct mentry *e = find(m, m->probe.target);
+
+		if (strcmp(from, m->probe.target) == 0) {
+			double rtt = now - m->probe.sent;
+
+			if (e != NULL)
+				e->rtt = e->rtt < 0 ? rtt : e->rtt +
+				    MEMBER_RTT_ALPHA * (rtt - e->rtt);
+		} else {
+			m->c.indirect_successes++;
+		}
+		if (e != NULL)
+			e->last_contact = now;
+		m->probe.active = 0;
+		if (m->lh > 0)
+			m->lh--;
+		return;
+	}
+	for (i = 0; i < MEMBER_MAX_RELAYS; i++) {
+		struct relay *r = &m->relays[i];
+
+		if (r->expires > 0 && r->my_seq == seq) {
+			m->c.relayed_acks++;
+			send_msg(m, r->requester, MEMBER_T_ACK, r->their_seq, NULL,
+			    0, NULL, NULL);
+			r->expires = 0;
+			return;
+		}
+	}
+}
+
+static void
+on_ping_req(struct member *m, const char *from, const struct member_msg *msg,
+    double now)
+{
+	struct relay *r = &m->relays[0];
+	size_t i;
+
+	m->c.ping_reqs_received++;
+	if (strcmp(msg->target, m->e[0].addr) == 0) {
+		/* asked to check on ourselves: we are evidently up */
+		send_msg(m, from, MEMBER_T_ACK, msg->seq, NULL, 0, NULL, NULL);
+		return;
+	}
+	for (i = 0; i < MEMBER_MAX_RELAYS; i++) {
+		if (m->relays[i].expires < now) {
+			r = &m->relays[i];
+			break;
+		}
+		if (m->relays[i].expires < r->expires)
+			r = &m->relays[i];
+	}
+	r->my_seq = m->next_seq++;
+	r->their_seq = msg->seq;
+	snprintf(r->requester, sizeof(r->requester), "%s", from);
+	r->expires = now + eff(m, m->p.period_ms);
+	m->c.pings_sent++;
+	send_msg(m, msg->target, MEMBER_T_PING, r->my_seq, NULL, 0, NULL, NULL);
+}
+
+void
+member_recv(struct member *m, double now, uint64_t sender,
+    const char *sender_addr, uint8_t type, const uint8_t *buf, size_t len)
+{
+	struct member_msg msg;
+	struct errbuf err = { "" };
+	struct mentry *e;
+	uint16_t i;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.u = m->ubuf;
+	if (member_msg_decode(type, buf, len, &msg, MEMBER_MSG_MAX_UPDATES,
+	    &err) < 0) {
+		m->c.malformed++;
+		log_debug("member: dropped a message from %s: %s", sender_addr,
+		    err.msg);
+		return;
+	}
+	for (i = 0; i < msg.n; i++) {
+		struct member_update u = msg.u[i];
+
+		apply(m, &u, now);
+	}
+	if ((e = find(m, sender_addr)) != NULL && e != &m->e[0] &&
+	    e->id == sender)
+		e->last_contact = now;
+	if (!m->joined && live_count(m) > 1) {
+		m->joined = 1;
+		log_info("member: joined the job through %s (%u members)",
+		    sender_addr, live_count(m));
+	}
+	switch (type) {
+	case MEMBER_T_PING:
+		m->c.pings_received++;
+		m->c.acks_sent++;
+		send_msg(m, sender_addr, MEMBER_T_ACK, msg.seq, NULL, 0, NULL, NULL);
+		break;
+	case MEMBER_T_ACK:
+		on_ack(m, sender_addr, msg.seq, now);
+		break;
+	case MEMBER_T_PING_REQ:
+		on_ping_req(m, sender_addr, &msg, now);
+		break;
+	case MEMBER_T_SYNC:
+		m->c.syncs_received++;
+		if (msg.flags & MEMBER_F_REPLY) {
+			m->c.syncs_sent++;
+			send_msg(m, sender_addr, MEMBER_T_SYNC, 0, NULL, 0, NULL, NULL);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+void
+member_peer_down(struct member *m, double now, const char *addr)
+{
+	struct mentry *e = find(m, addr);
+
+	if (e == NULL || e == &m->e[0] || e->state != MEMBER_ALIVE || m->leaving)
+		return;
+	log_info("member: transport lost %s: suspect", addr);
+	set_state(m, e, MEMBER_SUSPECT, now);
+}
+
+static void
+leave_sent(void *arg, int status)
+{
+	struct member *m = arg;
+
+	(void)status;
+	if (m->leave_pending > 0)
+		m->leave_pending--;
+}
+
+void
+member_leave(struct member *m, double now)
+{
+	size_t i;
+
+	if (m->leaving)
+		return;
+	m->leaving = 1;
+	m->probe.active = 0;
+	m->e[0].state = MEMBER_LEFT;
+	m->e[0].since = now;
+	m->leave_deadline = now + m->p.leave_ms / 1000.0;
+	spread(m, &m->e[0]);
+	for (i = 1; i < m->n; i++) {
+		if (!live(&m->e[i]))
+			continue;
+		m->c.gossip_sent++;
+		if (send_msg(m, m->e[i].addr, MEMBER_T_GOSSIP, 0, NULL, 0,
+		    leave_sent, m) == 0)
+			m->leave_pending++;
+	}
+	log_info("member: leaving; told %u members", m->leave_pending);
+}
+
+int
+member_leave_done(struct member *m, double now)
+{
+	return m->leaving && (m->leave_pending == 0 || now >= m->leave_deadline);
+}
+
+/* The process was not scheduled for a while: see the top comment. */
+static void
+paused(struct member *m, double gap, double now)
+{
+	m->c.pauses++;
+	log_warn("member: no tick for %.1f s (process stopped or starved); "
+	    "restarting probes and suspicion timers", gap);
+	m->probe.active = 0;
+	for (size_t i = 1; i < m->n; i++)
+		if (m->e[i].state == MEMBER_SUSPECT)
+			m->e[i].suspect_deadline = now + m->p.suspicion_ms / 1000.0;
+	m->next_probe = now;
+}
+
+double
+member_tick(struct member *m, double now)
+{
+	double gap = now - m->last_tick;
+	size_t i;
+
+	if (gap > 1.0 && gap > 3 * eff(m, m->p.period_ms))
+		paused(m, gap, now);
+	m->last_tick = now;
+	for (i = 0; i < m->nseeds; i++) {
+		struct seed *s = &m->seeds[i];
+
+		if (m->leaving || s->next > now || find(m, s->addr) != NULL)
+			continue;
+		m->c.syncs_sent++;
+		send_msg(m, s->addr, MEMBER_T_SYNC, 0, NULL, MEMBER_F_REPLY, NULL, NULL);
+		s->next = now + s->backoff_ms / 1000.0;
+		s->backoff_ms = s->backoff_ms * 2 > MEMBER_RETRY_MAX_MS ?
+		    MEMBER_RETRY_MAX_MS : s->backoff_ms * 2;
+	}
+	if (!m->leaving) {
+		if (m->probe.active && !m->probe.indirect_sent &&
+		    now >= m->probe.direct_deadline)
+			probe_indirect(m);
+		if (m->probe.active && now >= m->probe.end)
+			probe_failed(m, now);
+		if (!m->probe.active && now >= m->next_probe) {
+			probe_start(m, now);
+			m->next_probe = now + eff(m, m->p.period_ms);
+		}
+	}
+	for (i = 1; i < m->n; i++) {
+		struct mentry *e = &m->e[i];
+
+		if (e->state == MEMBER_SUSPECT && now >= e->suspect_deadline) {
+			log_info("member: %s (%016" PRIx64 ") suspected for %.1f s: dead",
+			    e->addr, e->id, now - e->since);
+			m->c.deaths_declared++;
+			set_state(m, e, MEMBER_DEAD, now);
+		}
+	}
+	if (now >= m->next_gossip) {
+		int pending = 0;
+
+		for (i = 0; i < m->n; i++)
+			pending |= m->e[i].transmits > 0;
+		if (pending) {
+			const char *done[16];
+			unsigned k = m->p.gossip_fanout, sent = 0, tries = 0;
+
+			if (k > GD_ARRAY_SIZE(done))
+				k = GD_ARRAY_SIZE(done);
+			while (sent < k && tries++ < 4 * k) {
+				struct mentry *e = random_live(m, NULL, 0);
+				unsigned j;
+
+				if (e == NULL)
+					break;
+				for (j = 0; j < sent; j++)
+					if (done[j] == e->addr)
+						break;
+				if (j < sent)
+					continue;
+				done[sent++] = e->addr;
+				m->c.gossip_sent++;
+				send_msg(m, e->addr, MEMBER_T_GOSSIP, 0, NULL, 0, NULL, NULL);
+			}
+			if (sent == 0)	/* nobody to tell */
+				for (i = 0; i < m->n; i++)
+					m->e[i].transmits = 0;
+		}
+		m->next_gossip = now + m->p.gossip_ms / 1000.0;
+	}
+	if (!m->leaving && now >= m->next_sync) {
+		struct mentry *e = random_live(m, NULL, 1);
+
+		if (e != NULL) {
+			m->c.syncs_sent++;
+			send_msg(m, e->addr, MEMBER_T_SYNC, 0, NULL, MEMBER_F_REPLY,
+			    NULL, NULL);
+		}
+		m->next_sync = now + m->p.sync_ms / 1000.0;
+	}
+	if (now >= m->next_reap) {
+		reap(m, now);
+		m->next_reap = now + MEMBER_REAP_S / 10;
+	}
+	return member_next_deadline(m);
+}
+
+double
+member_next_deadline(struct member *m)
+{
+	double t = m->next_sync < m->next_reap ? m->next_sync : m->next_reap;
+	size_t i;
+	int pending = 0;
+
+#define EARLIER(x) do { if ((x) < t) t = (x); } while (0)
+	if (m->leaving)
+		EARLIER(m->leave_deadline);
+	else if (m->probe.active) {
+		if (!m->probe.indirect_sent)
+			EARLIER(m->probe.direct_deadline);
+		EARLIER(m->probe.end);
+	} else {
+		EARLIER(m->next_probe);
+	}
+	for (i = 0; i < m->n; i++) {
+		if (m->e[i].state == MEMBER_SUSPECT && i > 0)
+			EARLIER(m->e[i].suspect_deadline);
+		pending |= m->e[i].transmits > 0;
+	}
+	if (pending)
+		EARLIER(m->next_gossip);
+	for (i = 0; i < m->nseeds; i++)
+		if (!m->leaving && find(m, m->seeds[i].addr) == NULL)
+			EARLIER(m->seeds[i].next);
+#undef EARLIER
+	return t;
+}
+
+/* --- queries ------------------------------------------------------------- */
+
+int
+member_joined(const struct member *m)
+{
+	return m->joined;
+}
+
+unsigned
+member_count(const struct member *m, enum member_state s)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		n += m->e[i].state == s;
+	return n;
+}
+
+uint64_t
+member_incarnation(const struct member *m)
+{
+	return m->e[0].inc;
+}
+
+size_t
+member_list(const struct member *m, struct member_info *out, size_t max)
+{
+	for (size_t i = 0; i < m->n && i < max; i++) {
+		const struct mentry *e = &m->e[i];
+		struct member_info *o = &out[i];
+
+		snprintf(o->addr, sizeof(o->addr), "%s", e->addr);
+		o->id = e->id;
+		o->incarnation = e->inc;
+		o->state = e->state;
+		o->self = i == 0;
+		o->rtt = e->rtt;
+		o->last_contact = e->last_contact;
+		o->since = e->since;
+	}
+	return m->n;
+}
+
+void
+member_set_timing(struct member *m, unsigned period_ms, unsigned ping_timeout_ms,
+    unsigned suspicion_ms)
+{
+	m->p.period_ms = dflt(period_ms, MEMBER_DEFAULT_PERIOD_MS);
+	m->p.ping_timeout_ms = dflt(ping_timeout_ms, MEMBER_DEFAULT_PING_TIMEOUT_MS);
+	m->p.suspicion_ms = dflt(suspicion_ms, MEMBER_DEFAULT_SUSPICION_MS);
+}
+
+int
+member_stats_json(const struct member *m, json_t *obj)
+{
+	const struct member_counters *c = &m->c;
+	json_t *o;
+
+	o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+	    " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "pings_sent", (json_int_t)c->pings_sent,
+	    "pings_received", (json_int_t)c->pings_received,
+	    "acks_sent", (json_int_t)c->acks_sent,
+	    "acks_received", (json_int_t)c->acks_received,
+	    "ping_reqs_sent", (json_int_t)c->ping_reqs_sent,
+	    "ping_reqs_received", (json_int_t)c->ping_reqs_received,
+	    "relayed_acks", (json_int_t)c->relayed_acks,
+	    "probes", (json_int_t)c->probes,
+	    "probe_failures", (json_int_t)c->probe_failures,
+	    "indirect_successes", (json_int_t)c->indirect_successes,
+	    "suspicions", (json_int_t)c->suspicions,
+	    "deaths", (json_int_t)c->deaths,
+	    "deaths_declared", (json_int_t)c->deaths_declared,
+	    "lefts", (json_int_t)c->lefts,
+	    "joins", (json_int_t)c->joins,
+	    "refutations", (json_int_t)c->refutations,
+	    "updates_received", (json_int_t)c->updates_received,
+	    "updates_sent", (json_int_t)c->updates_sent,
+	    "syncs_sent", (json_int_t)c->syncs_sent,
+	    "syncs_received", (json_int_t)c->syncs_received,
+	    "gossip_sent", (json_int_t)c->gossip_sent,
+	    "malformed", (json_int_t)c->malformed,
+	    "send_errors", (json_int_t)c->send_errors,
+	    "pauses", (json_int_t)c->pauses);
+	if (o == NULL)
+		return -ENOMEM;
+	json_object_set_new(o, "alive", json_integer(member_count(m, MEMBER_ALIVE)));
+	json_object_set_new(o, "suspect", json_integer(member_count(m, MEMBER_SUSPECT)));
+	json_object_set_new(o, "dead", json_integer(member_count(m, MEMBER_DEAD)));
+	json_object_set_new(o, "left", json_integer(member_count(m, MEMBER_LEFT)));
+	json_object_set_new(o, "incarnation", json_integer((json_int_t)m->e[0].inc));
+	json_object_set_new(o, "local_health", json_integer(m->lh));
+	json_object_set_new(obj, "membership", o);
+	return 0;
+}

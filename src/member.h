@@ -1,0 +1,175 @@
+/*
+ * member: who is in the job, without a coordinator. SWIM (Das et al. 2002)
+ * with the Lifeguard refinements that matter on a busy machine: each
+ * protocol period this peer pings one member (round-robin over a shuffled
+ * list); without an ack by ping_timeout it asks indirect_checks others to
+ * ping it (PING_REQ); without any ack by the end of the period the member
+ * is suspect, and dead once suspicion_timeout passes without a refutation.
+ * A live peer refutes a suspicion (or a dead record) about itself by
+ * raising its incarnation. Updates (alive, suspect, dead, left) ride on
+ * every message, infection-style: each one about n members is sent
+ * retransmit_mult * ceil(log2(n + 1)) times, and a gossip timer pushes
+ * pending updates to gossip_fanout members so news does not wait for the
+ * next probe. Joiners and a periodic anti-entropy round exchange the whole
+ * table (SYNC), which also heals a job that started as two groups.
+ *
+ * Members are keyed by their listen address ("HOST:PORT"); the id and
+ * incarnation say which process at that address a record is about. A
+ * process starts with an incarnation taken from the wall clock (ms), so a
+ * peer restarted on the same address outranks its own old dead or left
+ * record and rejoins cleanly.
+ *
+ * The module does no I/O and reads no clock: the caller passes the time
+ * to every call, sends through ops->send, and calls member_tick by
+ * member_next_deadline. That keeps the whole state machine testable with
+ * a fake clock and a fake network (tests/test_member.c).
+ */
+#ifndef GD_MEMBER_H
+#define GD_MEMBER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "util.h"
+#include "wire.h"
+
+/* Message types: membership owns 64..79 of the application range. */
+#define MEMBER_T_PING		64
+#define MEMBER_T_ACK		65
+#define MEMBER_T_PING_REQ	66
+#define MEMBER_T_SYNC		67
+#define MEMBER_T_GOSSIP		68
+#define MEMBER_T_FIRST		MEMBER_T_PING
+#define MEMBER_T_LAST		79
+
+/* Defaults, in milliseconds. With them a crashed peer is dead in every
+ * view within about 1-2 periods (detection) + suspicion + 0.5 s, < 5 s. */
+#define MEMBER_DEFAULT_PERIOD_MS	500
+#define MEMBER_DEFAULT_PING_TIMEOUT_MS	200
+#define MEMBER_DEFAULT_SUSPICION_MS	2000
+#define MEMBER_DEFAULT_INDIRECT		3
+#define MEMBER_DEFAULT_RETRANSMIT	3
+#define MEMBER_DEFAULT_GOSSIP_MS	200
+#define MEMBER_DEFAULT_FANOUT		3
+#define MEMBER_DEFAULT_SYNC_MS		10000
+#define MEMBER_DEFAULT_LEAVE_MS		2000
+#define MEMBER_DEFAULT_RETRY_MS		500
+#define MEMBER_RETRY_MAX_MS		8000
+
+enum member_state {
+	MEMBER_ALIVE,
+	MEMBER_SUSPECT,
+	MEMBER_DEAD,
+	MEMBER_LEFT,
+};
+
+struct member_params {
+	const char	*self_addr;	/* "HOST:PORT" as announced */
+	uint64_t	self_id;	/* nonzero */
+	uint64_t	incarnation;	/* starting value (wall-clock ms) */
+	unsigned	period_ms;	/* 0: the default, for every field */
+	unsigned	ping_timeout_ms;
+	unsigned	suspicion_ms;
+	unsigned	indirect_checks;
+	unsigned	retransmit_mult;
+	unsigned	gossip_ms;
+	unsigned	gossip_fanout;
+	unsigned	sync_ms;
+	unsigned	leave_ms;
+	unsigned	retry_ms;	/* first seed retry; doubles up to MEMBER_RETRY_MAX_MS */
+};
+
+/* Outcome of one send (0 = the receiver has it), as transport_send's. */
+typedef void (*member_send_cb)(void *arg, int status);
+
+struct member_ops {
+	/* Send one message; the payload is copied before it returns. cb
+	 * (may be NULL) runs exactly once if it returns 0, never inside. */
+	int	(*send)(void *arg, const char *addr, uint8_t type,
+		    const void *buf, size_t len, member_send_cb cb, void *cbarg);
+	/* A member changed state (or appeared: old == new == ALIVE). */
+	void	(*change)(void *arg, const char *addr, uint64_t id,
+		    enum member_state old, enum member_state now);
+	void	*arg;
+};
+
+struct member;
+
+/* A snapshot of one record, for peers listings and other modules. */
+struct member_info {
+	char		addr[WIRE_ADDR_MAX + 1];
+	uint64_t	id;
+	uint64_t	incarnation;
+	enum member_state state;
+	int		self;
+	double		rtt;		/* EWMA seconds; < 0 unknown */
+	double		last_contact;	/* time of the last message; < 0 never */
+	double		since;		/* time it entered its state */
+};
+
+int member_new(const struct member_params *p, const struct member_ops *ops,
+    double now, struct member **out, struct errbuf *err);
+/* Frees everything; sends still in flight must have called back. */
+void member_free(struct member *m);
+
+/* Contact addr to join (a --peers entry or --join). The own address is
+ * ignored; unreachable ones are retried with backoff until they answer
+ * or become known through someone else. */
+int member_add_seed(struct member *m, const char *addr, double now);
+
+/* Run what is due; returns the time of the next deadline. */
+double member_tick(struct member *m, double now);
+double member_next_deadline(struct member *m);
+
+/* A membership message passed the transport's checks. */
+void member_recv(struct member *m, double now, uint64_t sender,
+    const char *sender_addr, uint8_t type, const uint8_t *buf, size_t len);
+/* The transport gave up on addr: treat like a failed probe. */
+void member_peer_down(struct member *m, double now, const char *addr);
+
+/* Announce `left` to every member and stop probing. Done when each has
+ * acknowledged or leave_ms passed (member_leave_done, then 1). */
+void member_leave(struct member *m, double now);
+int member_leave_done(struct member *m, double now);
+
+/* 1 once this peer knows another live member (or needs none: no seeds). */
+int member_joined(const struct member *m);
+/* Members in a state, this peer included. */
+unsigned member_count(const struct member *m, enum member_state s);
+/* Copy up to max records into out (this peer first); returns how many
+ * records there are. */
+size_t member_list(const struct member *m, struct member_info *out, size_t max);
+const char *member_state_name(enum member_state s);
+uint64_t member_incarnation(const struct member *m);
+
+/* Add "membership": {counters..., gauges...} to obj. */
+int member_stats_json(const struct member *m, json_t *obj);
+/* Runtime knobs (gossipctl set): period, ping timeout, suspicion. */
+void member_set_timing(struct member *m, unsigned period_ms,
+    unsigned ping_timeout_ms, unsigned suspicion_ms);
+
+/* Exposed for tests: the wire codec of one message. */
+struct member_update {
+	uint8_t		state;
+	uint64_t	id;
+	uint64_t	incarnation;
+	char		addr[WIRE_ADDR_MAX + 1];
+};
+#define MEMBER_MSG_MAX_UPDATES	512
+struct member_msg {
+	uint8_t		flags;
+	uint32_t	seq;
+	char		target[WIRE_ADDR_MAX + 1];	/* PING_REQ only */
+	uint16_t	n;
+	struct member_update *u;	/* caller's array of max entries */
+};
+/* Returns bytes written, or -EMSGSIZE if it does not fit in cap. */
+int member_msg_encode(uint8_t type, const struct member_msg *msg,
+    uint8_t *buf, size_t cap);
+/* Returns 0 or -EBADMSG (reason in err); at most max updates. */
+int member_msg_decode(uint8_t type, const uint8_t *buf, size_t len,
+    struct member_msg *msg, size_t max, struct errbuf *err);
+
+#endif

@@ -1,0 +1,459 @@
+/*
+ * test_member: the membership state machine on a simulated network with a
+ * fake clock. Many member instances exchange their messages through an
+ * in-memory queue with a small delay; peers can crash (their traffic is
+ * lost), be paused (nothing runs, traffic to them waits, as under
+ * SIGSTOP), leave, restart on the same address, or lose single links or a
+ * share of all messages. Also the wire codec: round trips, and every
+ * truncation and corruption of a message is refused or harmless.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "log.h"
+#include "member.h"
+#include "rng.h"
+
+#define MAXN		24
+#define STEP		0.005
+#define LATENCY		0.002
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: check failed: %s\n", \
+	__FILE__, __LINE__, #c); exit(1); } } while (0)
+
+struct node {
+	struct member	*m;
+	char		addr[32];
+	uint64_t	id;
+	int		up;		/* 0: crashed or gone */
+	double		paused_until;
+	double		next;
+	int		index;
+};
+
+struct msg {
+	struct msg	*next;
+	int		from, to;
+	uint8_t		type;
+	size_t		len;
+	double		at;
+	member_send_cb	cb;
+	void		*cbarg;
+	uint8_t		data[];
+};
+
+static struct node nodes[MAXN];
+static int nnodes;
+static struct msg *queue;
+static double now;
+static double loss;		/* share of messages dropped */
+static int cut_a = -1, cut_b = -1;	/* a lost link, both ways */
+static struct rng net_rng;
+static unsigned changes;
+
+static int
+node_by_addr(const char *addr)
+{
+	for (int i = 0; i < nnodes; i++)
+		if (strcmp(nodes[i].addr, addr) == 0)
+			return i;
+	return -1;
+}
+
+static int
+fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
+    member_send_cb cb, void *cbarg)
+{
+	struct node *from = arg;
+	struct msg *m;
+	int to = node_by_addr(addr);
+
+	CHECK(type >= MEMBER_T_FIRST && type <= MEMBER_T_LAST);
+	CHECK(strcmp(addr, from->addr) != 0);
+	m = xmalloc(sizeof(*m) + len);
+	m->from = from->index;
+	m->to = to;
+	m->type = type;
+	m->len = len;
+	m->at = now + LATENCY;
+	m->cb = cb;
+	m->cbarg = cbarg;
+	memcpy(m->data, buf, len);
+	m->next = queue;
+	queue = m;
+	return 0;
+}
+
+static void
+fake_change(void *arg, const char *addr, uint64_t id, enum member_state old,
+    enum member_state s)
+{
+	(void)arg;
+	(void)addr;
+	(void)id;
+	(void)old;
+	(void)s;
+	changes++;
+}
+
+static void
+node_start(int i, double inc)
+{
+	struct member_ops ops = { fake_send, fake_change, &nodes[i] };
+	struct member_params p;
+	struct errbuf err;
+
+	memset(&p, 0, sizeof(p));
+	nodes[i].index = i;
+	snprintf(nodes[i].addr, sizeof(nodes[i].addr), "10.0.0.%d:7000", i + 1);
+	randombytes_buf(&nodes[i].id, sizeof(nodes[i].id));
+	nodes[i].id |= 1;
+	p.self_addr = nodes[i].addr;
+	p.self_id = nodes[i].id;
+	p.incarnation = (uint64_t)inc;
+	CHECK(member_new(&p, &ops, now, &nodes[i].m, &err) == 0);
+	nodes[i].up = 1;
+	nodes[i].paused_until = 0;
+	nodes[i].next = now;
+	if (i >= nnodes)
+		nnodes = i + 1;
+}
+
+static int
+running(int i)
+{
+	return nodes[i].up && now >= nodes[i].paused_until;
+}
+
+/* Advance the world by one step: deliver what is due, tick who is due. */
+static void
+step(void)
+{
+	struct msg **pm = &queue, *m;
+
+	now += STEP;
+	while ((m = *pm) != NULL) {
+		int lost, to = m->to;
+
+		if (m->at > now || (to >= 0 && nodes[to].up && !running(to))) {
+			pm = &m->next;
+			continue;
+		}
+		*pm = m->next;
+		lost = to < 0 || !nodes[to].up || !nodes[m->from].up ||
+		    rng_uniform(&net_rng) < loss ||
+		    (m->from == cut_a && to == cut_b) ||
+		    (m->from == cut_b && to == cut_a);
+		if (!lost)
+			member_recv(nodes[to].m, now, nodes[m->from].id,
+			    nodes[m->from].addr, m->type, m->data, m->len);
+		if (m->cb != NULL && nodes[m->from].up)
+			m->cb(m->cbarg, lost ? -ETIMEDOUT : 0);
+		free(m);
+		if (!lost && to >= 0)
+			nodes[to].next = member_next_deadline(nodes[to].m);
+	}
+	for (int i = 0; i < nnodes; i++)
+		if (running(i) && now >= nodes[i].next)
+			nodes[i].next = member_tick(nodes[i].m, now);
+}
+
+static void
+run_for(double secs)
+{
+	double end = now + secs;
+
+	while (now < end)
+		step();
+}
+
+/* State of node j in node i's view; -1 if unknown. */
+static int
+view(int i, int j)
+{
+	struct member_info info[MAXN * 2];
+	size_t n = member_list(nodes[i].m, info, GD_ARRAY_SIZE(info));
+
+	for (size_t k = 0; k < n && k < GD_ARRAY_SIZE(info); k++)
+		if (strcmp(info[k].addr, nodes[j].addr) == 0 &&
+		    info[k].id == nodes[j].id)
+			return (int)info[k].state;
+	return -1;
+}
+
+/* Does every running node see node j in state s? */
+static int
+all_see(int j, enum member_state s)
+{
+	for (int i = 0; i < nnodes; i++)
+		if (i != j && running(i) && view(i, j) != (int)s)
+			return 0;
+	return 1;
+}
+
+static int
+all_agree(void)
+{
+	for (int j = 0; j < nnodes; j++)
+		if (nodes[j].up && !all_see(j, MEMBER_ALIVE))
+			return 0;
+	return 1;
+}
+
+/* Run until cond or limit seconds; returns the time it took, or -1. */
+static double
+until(int (*cond)(void), double limit)
+{
+	double start = now;
+
+	while (now - start < limit) {
+		if (cond())
+			return now - start;
+		step();
+	}
+	return cond() ? now - start : -1;
+}
+
+/* No running node is dead or left in anyone's view. */
+static void
+check_no_false_death(void)
+{
+	for (int i = 0; i < nnodes; i++)
+		for (int j = 0; j < nnodes; j++)
+			if (i != j && running(i) && nodes[j].up &&
+			    nodes[j].paused_until <= now) {
+				int v = view(i, j);
+
+				CHECK(v != MEMBER_DEAD && v != MEMBER_LEFT);
+			}
+}
+
+static int victim;
+
+static int
+victim_dead(void)
+{
+	return all_see(victim, MEMBER_DEAD);
+}
+
+static int
+victim_left(void)
+{
+	return all_see(victim, MEMBER_LEFT);
+}
+
+static int
+victim_alive(void)
+{
+	return all_see(victim, MEMBER_ALIVE);
+}
+
+static void
+test_codec(void)
+{
+	struct member_update u[3], v[8];
+	struct member_msg msg, out;
+	struct errbuf err;
+	uint8_t buf[1024], bad[1024];
+	int len, ok = 0;
+
+	memset(&msg, 0, sizeof(msg));
+	memset(u, 0, sizeof(u));
+	msg.seq = 0xdeadbeef;
+	msg.flags = 1;
+	snprintf(msg.target, sizeof(msg.target), "127.0.0.1:9");
+	msg.u = u;
+	msg.n = 3;
+	for (int i = 0; i < 3; i++) {
+		u[i].state = (uint8_t)i;
+		u[i].id = 0x0102030405060708ull + (uint64_t)i;
+		u[i].incarnation = 1700000000000ull + (uint64_t)i;
+		snprintf(u[i].addr, sizeof(u[i].addr), "192.168.1.%d:70%02d", i, i);
+	}
+	len = member_msg_encode(MEMBER_T_PING_REQ, &msg, buf, sizeof(buf));
+	CHECK(len > 0);
+	CHECK(buf[4] == 0xef && buf[7] == 0xde);	/* little-endian seq */
+	memset(&out, 0, sizeof(out));
+	out.u = v;
+	CHECK(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)len, &out, 8, &err) == 0);
+	CHECK(out.seq == msg.seq && out.n == 3 && out.flags == 1);
+	CHECK(strcmp(out.target, "127.0.0.1:9") == 0);
+	for (int i = 0; i < 3; i++)
+		CHECK(v[i].state == u[i].state && v[i].id == u[i].id &&
+		    v[i].incarnation == u[i].incarnation &&
+		    strcmp(v[i].addr, u[i].addr) == 0);
+	/* too many updates for the reader, and too small a buffer to write */
+	CHECK(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)len, &out, 2, &err) == -EBADMSG);
+	CHECK(member_msg_encode(MEMBER_T_PING_REQ, &msg, buf, 40) == -EMSGSIZE);
+	/* every truncation and trailing garbage is refused */
+	for (int n = 0; n < len; n++)
+		CHECK(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)n, &out, 8, &err) == -EBADMSG);
+	CHECK(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)len + 1, &out, 8, &err) == -EBADMSG);
+	CHECK(member_msg_decode(MEMBER_T_PING, buf, (size_t)len, &out, 8, &err) == -EBADMSG);
+	CHECK(member_msg_decode(99, buf, (size_t)len, &out, 8, &err) == -EBADMSG);
+	/* every single-byte corruption decodes cleanly or is refused */
+	for (int i = 0; i < len; i++) {
+		for (int b = 0; b < 8; b++) {
+			memcpy(bad, buf, (size_t)len);
+			bad[i] ^= (uint8_t)(1u << b);
+			if (member_msg_decode(MEMBER_T_PING_REQ, bad, (size_t)len, &out, 8,
+			    &err) == 0)
+				ok++;
+		}
+	}
+	CHECK(ok > 0 && ok < len * 8);
+	printf("ok: codec round trip, %d truncations and %d corruptions handled\n",
+	    len, len * 8);
+}
+
+/* Garbage fed to a live member is counted, never acted on. */
+static void
+test_garbage(void)
+{
+	json_t *st = json_object(), *ms;
+	uint8_t junk[300];
+
+	for (int k = 0; k < 2000; k++) {
+		size_t n = (size_t)rng_below(&net_rng, sizeof(junk) + 1);
+
+		rng_bytes(&net_rng, junk, n);
+		if (n > 0)
+			junk[0] = 1;	/* get past the version check often */
+		member_recv(nodes[0].m, now, 42, "6.6.6.6:6", (uint8_t)(MEMBER_T_PING +
+		    rng_below(&net_rng, 5)), junk, n);
+	}
+	member_recv(nodes[0].m, now, 42, "6.6.6.6:6", MEMBER_T_PING, NULL, 0);
+	CHECK(member_stats_json(nodes[0].m, st) == 0);
+	ms = json_object_get(st, "membership");
+	CHECK(json_integer_value(json_object_get(ms, "malformed")) >= 1990);
+	json_decref(st);
+	printf("ok: random garbage counted as malformed\n");
+}
+
+int
+main(void)
+{
+	double t;
+	int i;
+
+	if (sodium_init() < 0)
+		return 1;
+	log_set_level(getenv("MEMBER_DEBUG") ? LOG_DEBUG : LOG_ERROR);
+	rng_init(&net_rng, 7, "test-net", 0, 0);
+	test_codec();
+
+	/* 16 peers, each knowing only the previous two: one view within a
+	 * few periods. */
+	for (i = 0; i < 16; i++) {
+		node_start(i, 1000);
+		if (i > 0)
+			CHECK(member_add_seed(nodes[i].m, nodes[i - 1].addr, now) == 0);
+		if (i > 1)
+			CHECK(member_add_seed(nodes[i].m, nodes[i - 2].addr, now) == 0);
+		CHECK(member_add_seed(nodes[i].m, nodes[i].addr, now) == 0);
+		CHECK(member_joined(nodes[i].m) == (i == 0));
+	}
+	t = until(all_agree, 10);
+	CHECK(t >= 0);
+	for (i = 0; i < 16; i++)
+		CHECK(member_joined(nodes[i].m) && member_count(nodes[i].m, MEMBER_ALIVE) == 16);
+	printf("ok: 16 peers agree after %.2f s\n", t);
+	test_garbage();
+
+	/* A joiner through one member. */
+	node_start(16, 1000);
+	member_add_seed(nodes[16].m, nodes[5].addr, now);
+	t = until(all_agree, 10);
+	CHECK(t >= 0 && t < 3);
+	printf("ok: a joiner is in every view after %.2f s\n", t);
+
+	/* A crash: dead everywhere within 5 s, and nobody else ever dead. */
+	run_for(2);
+	victim = 3;
+	nodes[victim].up = 0;
+	{
+		double start = now;
+
+		while (!victim_dead() && now - start < 10) {
+			step();
+			check_no_false_death();
+		}
+		t = now - start;
+	}
+	CHECK(victim_dead());
+	CHECK(t < 5);
+	printf("ok: a crashed peer is dead in every view after %.2f s\n", t);
+
+	/* A pause longer than the suspicion time: dead meanwhile, then
+	 * alive again everywhere once it runs (refutation). */
+	victim = 7;
+	nodes[victim].paused_until = now + 6;
+	CHECK(until(victim_dead, 6) >= 0);
+	while (now < nodes[victim].paused_until)
+		step();
+	t = until(victim_alive, 10);
+	CHECK(t >= 0 && t < 3);
+	CHECK(member_incarnation(nodes[victim].m) > 1000);
+	for (i = 0; i < nnodes; i++)
+		if (i != 3)
+			CHECK(view(victim, i) == MEMBER_ALIVE);
+	printf("ok: a peer paused for 6 s is back alive everywhere %.2f s after it resumes\n", t);
+
+	/* A graceful leave: left (not dead) everywhere, done at once, and
+	 * still left much later. */
+	victim = 9;
+	member_leave(nodes[victim].m, now);
+	t = until(victim_left, 5);
+	CHECK(t >= 0 && t < 1);
+	CHECK(member_leave_done(nodes[victim].m, now));
+	nodes[victim].up = 0;
+	run_for(10);
+	CHECK(victim_left());
+	printf("ok: a leaving peer is left everywhere after %.2f s, and stays so\n", t);
+
+	/* A restart on the crashed peer's address: new id, higher
+	 * incarnation, alive everywhere. */
+	member_free(nodes[3].m);
+	node_start(3, 2000);
+	member_add_seed(nodes[3].m, nodes[12].addr, now);
+	victim = 3;
+	t = until(victim_alive, 10);
+	CHECK(t >= 0 && t < 3);
+	printf("ok: a peer restarted on its old address is alive everywhere after %.2f s\n", t);
+
+	/* One broken link and 5%% message loss for 60 s: indirect probes and
+	 * refutations keep every live peer out of the dead state. */
+	cut_a = 1;
+	cut_b = 2;
+	loss = 0.05;
+	for (t = 0; t < 60; t += STEP) {
+		step();
+		check_no_false_death();
+	}
+	loss = 0;
+	cut_a = cut_b = -1;
+	run_for(5);
+	for (i = 0; i < nnodes; i++)
+		if (nodes[i].up)
+			CHECK(all_see(i, MEMBER_ALIVE));
+	printf("ok: 60 s of 5%% loss and a cut link: no live peer declared dead\n");
+	CHECK(changes > 0);
+
+	while (queue != NULL) {
+		struct msg *m = queue;
+
+		queue = m->next;
+		if (m->cb != NULL)
+			m->cb(m->cbarg, -ECANCELED);
+		free(m);
+	}
+	for (i = 0; i < nnodes; i++)
+		member_free(nodes[i].m);
+	rng_clear(&net_rng);
+	return 0;
+}
