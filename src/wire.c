@@ -62,8 +62,8 @@ wire_get_u64(const uint8_t *p)
 	return v;
 }
 
-static void
-put_u32(uint8_t *p, uint32_t v)
+void
+wire_put_u32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)v;
 	p[1] = (uint8_t)(v >> 8);
@@ -71,17 +71,30 @@ put_u32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)(v >> 24);
 }
 
-static uint32_t
-get_u32(const uint8_t *p)
+uint32_t
+wire_get_u32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 	    (uint32_t)p[3] << 24;
 }
 
 void
+wire_put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+uint16_t
+wire_get_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+void
 wire_header_encode(const struct wire_header *h, uint8_t out[WIRE_HEADER_SIZE])
 {
-	put_u32(out, WIRE_MAGIC);
+	wire_put_u32(out, WIRE_MAGIC);
 	out[4] = h->version;
 	out[5] = h->type;
 	out[6] = (uint8_t)h->flags;
@@ -91,8 +104,8 @@ wire_header_encode(const struct wire_header *h, uint8_t out[WIRE_HEADER_SIZE])
 	wire_put_u64(out + 24, h->receiver);
 	wire_put_u64(out + 32, h->seq);
 	wire_put_u64(out + 40, h->payload_len);
-	put_u32(out + 48, h->chunk_index);
-	put_u32(out + 52, h->chunk_count);
+	wire_put_u32(out + 48, h->chunk_index);
+	wire_put_u32(out + 52, h->chunk_count);
 }
 
 uint32_t
@@ -136,7 +149,7 @@ wire_frame_decode(const uint8_t *buf, size_t len,
 
 	if (len < WIRE_HEADER_SIZE + WIRE_MAC_SIZE)
 		return reject(why, WIRE_REJ_MALFORMED);
-	if (get_u32(buf) != WIRE_MAGIC)
+	if (wire_get_u32(buf) != WIRE_MAGIC)
 		return reject(why, WIRE_REJ_MALFORMED);
 	memset(h, 0, sizeof(*h));
 	h->version = buf[4];
@@ -149,8 +162,8 @@ wire_frame_decode(const uint8_t *buf, size_t len,
 	h->receiver = wire_get_u64(buf + 24);
 	h->seq = wire_get_u64(buf + 32);
 	h->payload_len = wire_get_u64(buf + 40);
-	h->chunk_index = get_u32(buf + 48);
-	h->chunk_count = get_u32(buf + 52);
+	h->chunk_index = wire_get_u32(buf + 48);
+	h->chunk_count = wire_get_u32(buf + 52);
 	if (h->job != lim->job)
 		return reject(why, WIRE_REJ_JOB);
 	if (h->type == 0 || (h->type > WIRE_T_ACK && h->type < WIRE_TYPE_APP_MIN))

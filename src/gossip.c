@@ -1,0 +1,569 @@
+/*
+ * gossip: see gossip.h for the protocol. Layouts (little-endian):
+ *
+ * REQ    u8 version, u8 mode, u8 values, u8 0, u32 block, u64 nonce, u64 d,
+ *        u64 count, f64 density, u64 step | count values
+ * REPLY  u8 version, u8 status, u8 values, u8 0, u32 0, u64 nonce,
+ *        u64 count, u64 step | count values when status is OK
+ * PULL   u64 id, u64 off, u64 len
+ * CHUNK  u64 id, u64 off, u64 len, u64 step, i32 status, u32 0 | len fp32
+ *
+ * The responder rebuilds the mask from the REQ's own parameters, so the
+ * two sides agree even while `gossipctl set density` is changing one of
+ * them. Scratch buffers grow to the largest exchange and are reused: no
+ * allocation per exchange once warm.
+ */
+#include "gossip.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "log.h"
+#include "mask.h"
+#include "wire.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+    "values go on the wire as the host's floats: little-endian hosts only");
+
+#define GOSSIP_VERSION 1
+#define GOSSIP_REQ_HEADER 48
+#define GOSSIP_REPLY_HEADER 32
+/* Weight of a new sample in the consensus-distance EWMA. */
+#define GOSSIP_DIST_ALPHA 0.1
+
+enum { REPLY_OK, REPLY_BUSY, REPLY_REFUSED };
+
+struct gossip {
+	struct gossip_params p;
+	struct model *m;
+	struct gossip_ops ops;
+
+	/* The exchange this peer initiated, if any. */
+	int active;
+	char addr[WIRE_ADDR_MAX + 1];
+	uint64_t nonce;
+	double start, deadline;
+	size_t req_bytes;
+
+	struct mask mask;
+	float *mine, *theirs;     /* count floats each */
+	size_t vcap;
+	uint8_t *wire;            /* an encoded message */
+	size_t wcap;
+
+	double distance;
+	uint64_t initiated, ok, busy_in, failed, timeouts, served, busy_out, refused;
+	uint64_t malformed, chunks_served;
+};
+
+struct gossip_send_ctx {
+	struct gossip *g;
+	uint64_t nonce;
+};
+
+int
+gossip_parse_mode(const char *s, enum gossip_mode *out)
+{
+	if (strcmp(s, "saps") == 0)
+		*out = GOSSIP_SAPS;
+	else if (strcmp(s, "dense") == 0)
+		*out = GOSSIP_DENSE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int
+gossip_parse_values(const char *s, enum gossip_values *out)
+{
+	if (strcmp(s, "fp32") == 0)
+		*out = GOSSIP_FP32;
+	else if (strcmp(s, "fp16") == 0)
+		*out = GOSSIP_FP16;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *
+gossip_mode_name(enum gossip_mode m)
+{
+	return m == GOSSIP_DENSE ? "dense" : "saps";
+}
+
+const char *
+gossip_values_name(enum gossip_values v)
+{
+	return v == GOSSIP_FP16 ? "fp16" : "fp32";
+}
+
+static size_t
+gossip_value_size(enum gossip_values v)
+{
+	return v == GOSSIP_FP16 ? 2 : 4;
+}
+
+int
+gossip_new(const struct gossip_params *p, struct model *m, const struct gossip_ops *ops,
+    struct gossip **out)
+{
+	struct gossip *g = calloc(1, sizeof(*g));
+
+	if (g == NULL)
+		return -ENOMEM;
+	g->p = *p;
+	g->m = m;
+	g->ops = *ops;
+	g->distance = -1;
+	*out = g;
+	return 0;
+}
+
+void
+gossip_free(struct gossip *g)
+{
+	if (g == NULL)
+		return;
+	mask_free(&g->mask);
+	free(g->mine);
+	free(g->theirs);
+	free(g->wire);
+	free(g);
+}
+
+void
+gossip_set_params(struct gossip *g, const struct gossip_params *p)
+{
+	g->p = *p;
+}
+
+int
+gossip_active(const struct gossip *g)
+{
+	return g->active;
+}
+
+uint64_t
+gossip_exchanges(const struct gossip *g)
+{
+	return g->ok + g->served;
+}
+
+double
+gossip_consensus_distance(const struct gossip *g)
+{
+	return g->distance;
+}
+
+static int
+gossip_reserve(struct gossip *g, size_t count, size_t wire_bytes)
+{
+	if (count > g->vcap) {
+		float *a = realloc(g->mine, count * sizeof(float));
+		float *b;
+
+		if (a == NULL)
+			return -ENOMEM;
+		g->mine = a;
+		b = realloc(g->theirs, count * sizeof(float));
+		if (b == NULL)
+			return -ENOMEM;
+		g->theirs = b;
+		g->vcap = count;
+	}
+	if (wire_bytes > g->wcap) {
+		uint8_t *w = realloc(g->wire, wire_bytes);
+
+		if (w == NULL)
+			return -ENOMEM;
+		g->wire = w;
+		g->wcap = wire_bytes;
+	}
+	return 0;
+}
+
+static void
+gossip_values_put(uint8_t *out, const float *v, size_t n, enum gossip_values fmt)
+{
+	if (fmt == GOSSIP_FP32) {
+		memcpy(out, v, n * sizeof(float));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		_Float16 h = (_Float16)v[i];
+
+		memcpy(out + 2 * i, &h, 2);
+	}
+}
+
+static void
+gossip_values_get(float *v, const uint8_t *in, size_t n, enum gossip_values fmt)
+{
+	if (fmt == GOSSIP_FP32) {
+		memcpy(v, in, n * sizeof(float));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		_Float16 h;
+
+		memcpy(&h, in + 2 * i, 2);
+		v[i] = (float)h;
+	}
+}
+
+static void
+gossip_note_distance(struct gossip *g, size_t n)
+{
+	double sum = 0, rms;
+
+	for (size_t i = 0; i < n; i++) {
+		double e = (double)g->mine[i] - (double)g->theirs[i];
+
+		sum += e * e;
+	}
+	rms = sqrt(sum / (double)(n ? n : 1));
+	g->distance = g->distance < 0 ? rms : g->distance + GOSSIP_DIST_ALPHA * (rms - g->distance);
+}
+
+static int
+gossip_build_mask(struct gossip *g, enum gossip_mode mode, uint64_t nonce, double density,
+    size_t block)
+{
+	if (mode == GOSSIP_DENSE)
+		return mask_dense(&g->mask, g->m->d);
+	return mask_build(&g->mask, g->p.seed, nonce, g->m->d, density, block);
+}
+
+static void
+gossip_finish(struct gossip *g, double now, enum gossip_result r, size_t bytes)
+{
+	char addr[sizeof(g->addr)];
+
+	g->active = 0;
+	memcpy(addr, g->addr, sizeof(addr));
+	if (g->ops.done != NULL)
+		g->ops.done(g->ops.arg, addr, now, r, bytes, now - g->start);
+}
+
+static void
+gossip_req_sent(void *arg, int status)
+{
+	struct gossip_send_ctx *ctx = arg;
+	struct gossip *g = ctx->g;
+
+	if (status < 0 && g->active && g->nonce == ctx->nonce) {
+		log_debug("gossip: request to %s failed: %s", g->addr, strerror(-status));
+		g->failed++;
+		gossip_finish(g, g->start, GOSSIP_FAILED, 0);
+	}
+	free(ctx);
+}
+
+int
+gossip_start(struct gossip *g, double now, const char *addr)
+{
+	size_t vs = gossip_value_size(g->p.values), len;
+	struct gossip_send_ctx *ctx;
+	uint64_t nonce, bits;
+	uint8_t *w;
+	int rc;
+
+	if (g->active)
+		return -EBUSY;
+	randombytes_buf(&nonce, sizeof(nonce));
+	if ((rc = gossip_build_mask(g, g->p.mode, nonce, g->p.density, g->p.block)) < 0)
+		return rc;
+	len = GOSSIP_REQ_HEADER + g->mask.count * vs;
+	if ((rc = gossip_reserve(g, g->mask.count, len)) < 0)
+		return rc;
+	if ((rc = model_gather(g->m, g->mask.r, g->mask.n, g->mine)) < 0)
+		return rc;
+	w = g->wire;
+	memset(w, 0, GOSSIP_REQ_HEADER);
+	w[0] = GOSSIP_VERSION;
+	w[1] = (uint8_t)g->p.mode;
+	w[2] = (uint8_t)g->p.values;
+	wire_put_u32(w + 4, (uint32_t)g->p.block);
+	wire_put_u64(w + 8, nonce);
+	wire_put_u64(w + 16, g->m->d);
+	wire_put_u64(w + 24, g->mask.count);
+	memcpy(&bits, &g->p.density, sizeof(bits));
+	wire_put_u64(w + 32, bits);
+	wire_put_u64(w + 40, g->ops.step(g->ops.arg));
+	gossip_values_put(w + GOSSIP_REQ_HEADER, g->mine, g->mask.count, g->p.values);
+
+	ctx = malloc(sizeof(*ctx));
+	if (ctx == NULL)
+		return -ENOMEM;
+	ctx->g = g;
+	ctx->nonce = nonce;
+	snprintf(g->addr, sizeof(g->addr), "%s", addr);
+	g->nonce = nonce;
+	g->start = now;
+	g->deadline = now + g->p.timeout;
+	g->req_bytes = len;
+	g->active = 1;
+	g->initiated++;
+	rc = g->ops.send(g->ops.arg, addr, GOSSIP_T_REQ, w, len, gossip_req_sent, ctx);
+	if (rc < 0) {
+		free(ctx);
+		g->active = 0;
+		g->failed++;
+		return rc;
+	}
+	return 0;
+}
+
+static void
+gossip_reply_status(struct gossip *g, const char *to, uint64_t nonce, int status)
+{
+	uint8_t w[GOSSIP_REPLY_HEADER];
+
+	memset(w, 0, sizeof(w));
+	w[0] = GOSSIP_VERSION;
+	w[1] = (uint8_t)status;
+	wire_put_u64(w + 8, nonce);
+	wire_put_u64(w + 24, g->ops.step(g->ops.arg));
+	g->ops.send(g->ops.arg, to, GOSSIP_T_REPLY, w, sizeof(w), NULL, NULL);
+}
+
+/* Responder: mix the initiator's values in and answer with ours. */
+static void
+gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len)
+{
+	uint64_t nonce, d, count, bits;
+	enum gossip_values fmt;
+	enum gossip_mode mode;
+	size_t vs, block, rlen;
+	double density;
+	uint8_t *w;
+
+	if (len < GOSSIP_REQ_HEADER || buf[0] != GOSSIP_VERSION || buf[1] > GOSSIP_DENSE ||
+	    buf[2] > GOSSIP_FP16) {
+		g->malformed++;
+		return;
+	}
+	mode = (enum gossip_mode)buf[1];
+	fmt = (enum gossip_values)buf[2];
+	vs = gossip_value_size(fmt);
+	block = wire_get_u32(buf + 4);
+	nonce = wire_get_u64(buf + 8);
+	d = wire_get_u64(buf + 16);
+	count = wire_get_u64(buf + 24);
+	bits = wire_get_u64(buf + 32);
+	memcpy(&density, &bits, sizeof(density));
+	if (count == 0 || count > d || (len - GOSSIP_REQ_HEADER) / vs != count ||
+	    (len - GOSSIP_REQ_HEADER) % vs != 0) {
+		g->malformed++;
+		return;
+	}
+	if (g->active) {
+		g->busy_out++;
+		gossip_reply_status(g, from, nonce, REPLY_BUSY);
+		return;
+	}
+	/* Another model, or a mask we would not rebuild identically. */
+	if (d != g->m->d || (mode == GOSSIP_SAPS && (!(density > 0 && density <= 1) ||
+	    block == 0)) || gossip_build_mask(g, mode, nonce, density, block) < 0 ||
+	    g->mask.count != count) {
+		g->refused++;
+		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+		return;
+	}
+	rlen = GOSSIP_REPLY_HEADER + count * vs;
+	if (gossip_reserve(g, count, rlen) < 0 ||
+	    model_gather(g->m, g->mask.r, g->mask.n, g->mine) < 0) {
+		g->refused++;
+		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+		return;
+	}
+	gossip_values_get(g->theirs, buf + GOSSIP_REQ_HEADER, count, fmt);
+	if (model_average_in(g->m, g->mask.r, g->mask.n, g->theirs) < 0) {
+		g->refused++;
+		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+		return;
+	}
+	w = g->wire;
+	memset(w, 0, GOSSIP_REPLY_HEADER);
+	w[0] = GOSSIP_VERSION;
+	w[1] = REPLY_OK;
+	w[2] = (uint8_t)fmt;
+	wire_put_u64(w + 8, nonce);
+	wire_put_u64(w + 16, count);
+	wire_put_u64(w + 24, g->ops.step(g->ops.arg));
+	gossip_values_put(w + GOSSIP_REPLY_HEADER, g->mine, count, fmt);
+	g->ops.send(g->ops.arg, from, GOSSIP_T_REPLY, w, rlen, NULL, NULL);
+	gossip_note_distance(g, count);
+	g->served++;
+}
+
+/* Initiator: the partner's answer to our REQ. */
+static void
+gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *buf,
+    size_t len)
+{
+	size_t vs = gossip_value_size(g->p.values);
+	uint64_t nonce, count;
+
+	if (len < GOSSIP_REPLY_HEADER || buf[0] != GOSSIP_VERSION || buf[1] > REPLY_REFUSED) {
+		g->malformed++;
+		return;
+	}
+	nonce = wire_get_u64(buf + 8);
+	/* A late answer to an exchange that already timed out, or a forgery
+	 * by another member: not ours to apply. */
+	if (!g->active || nonce != g->nonce || strcmp(from, g->addr) != 0)
+		return;
+	if (buf[1] == REPLY_BUSY) {
+		g->busy_in++;
+		gossip_finish(g, now, GOSSIP_BUSY, g->req_bytes + len);
+		return;
+	}
+	count = wire_get_u64(buf + 16);
+	if (buf[1] == REPLY_REFUSED || buf[2] != (uint8_t)g->p.values ||
+	    count != g->mask.count || len != GOSSIP_REPLY_HEADER + count * vs) {
+		if (buf[1] != REPLY_REFUSED)
+			g->malformed++;
+		g->failed++;
+		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes + len);
+		return;
+	}
+	gossip_values_get(g->theirs, buf + GOSSIP_REPLY_HEADER, count, g->p.values);
+	if (model_average_in(g->m, g->mask.r, g->mask.n, g->theirs) < 0) {
+		g->failed++;
+		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes + len);
+		return;
+	}
+	gossip_note_distance(g, count);
+	g->ok++;
+	gossip_finish(g, now, GOSSIP_OK, g->req_bytes + len);
+}
+
+void
+gossip_pull_encode(uint8_t out[GOSSIP_PULL_SIZE], uint64_t id, uint64_t off, uint64_t len)
+{
+	wire_put_u64(out, id);
+	wire_put_u64(out + 8, off);
+	wire_put_u64(out + 16, len);
+}
+
+/* Donor: serve one slice of the model to a joiner. */
+static void
+gossip_on_pull(struct gossip *g, const char *from, const uint8_t *buf, size_t len)
+{
+	uint64_t id, off, n;
+	struct model_range r;
+	uint8_t *w;
+	int status = 0;
+
+	if (len != GOSSIP_PULL_SIZE) {
+		g->malformed++;
+		return;
+	}
+	id = wire_get_u64(buf);
+	off = wire_get_u64(buf + 8);
+	n = wire_get_u64(buf + 16);
+	if (n == 0 || n > GOSSIP_CHUNK_FLOATS || off >= g->m->d || n > g->m->d - off)
+		status = -ERANGE;
+	else if (gossip_reserve(g, n, GOSSIP_CHUNK_HEADER + n * sizeof(float)) < 0)
+		status = -ENOMEM;
+	if (status == 0) {
+		r = (struct model_range){ off, n };
+		status = model_gather(g->m, &r, 1, (float *)(g->wire + GOSSIP_CHUNK_HEADER));
+	}
+	if (status < 0) {
+		uint8_t e[GOSSIP_CHUNK_HEADER];
+
+		memset(e, 0, sizeof(e));
+		wire_put_u64(e, id);
+		wire_put_u64(e + 8, off);
+		wire_put_u32(e + 32, (uint32_t)status);
+		g->ops.send(g->ops.arg, from, GOSSIP_T_CHUNK, e, sizeof(e), NULL, NULL);
+		return;
+	}
+	w = g->wire;
+	memset(w, 0, GOSSIP_CHUNK_HEADER);
+	wire_put_u64(w, id);
+	wire_put_u64(w + 8, off);
+	wire_put_u64(w + 16, n);
+	wire_put_u64(w + 24, g->ops.step(g->ops.arg));
+	g->ops.send(g->ops.arg, from, GOSSIP_T_CHUNK, w, GOSSIP_CHUNK_HEADER + n * sizeof(float),
+	    NULL, NULL);
+	g->chunks_served++;
+}
+
+int
+gossip_chunk_decode(const uint8_t *buf, size_t len, struct gossip_chunk *c)
+{
+	if (len < GOSSIP_CHUNK_HEADER)
+		return -EBADMSG;
+	c->id = wire_get_u64(buf);
+	c->off = wire_get_u64(buf + 8);
+	c->len = wire_get_u64(buf + 16);
+	c->step = wire_get_u64(buf + 24);
+	c->status = (int32_t)wire_get_u32(buf + 32);
+	c->values = buf + GOSSIP_CHUNK_HEADER;
+	if (c->status > 0)
+		return -EBADMSG;
+	if (c->status < 0)
+		return len == GOSSIP_CHUNK_HEADER ? 0 : -EBADMSG;
+	if (c->len == 0 || c->len > GOSSIP_CHUNK_FLOATS ||
+	    len != GOSSIP_CHUNK_HEADER + c->len * sizeof(float))
+		return -EBADMSG;
+	return 0;
+}
+
+void
+gossip_recv(struct gossip *g, double now, const char *from, uint8_t type, const uint8_t *buf,
+    size_t len)
+{
+	switch (type) {
+	case GOSSIP_T_REQ:
+		gossip_on_req(g, from, buf, len);
+		break;
+	case GOSSIP_T_REPLY:
+		gossip_on_reply(g, now, from, buf, len);
+		break;
+	case GOSSIP_T_PULL:
+		gossip_on_pull(g, from, buf, len);
+		break;
+	default:
+		/* CHUNKs belong to a joiner's bootstrap, not here. */
+		g->malformed++;
+		break;
+	}
+}
+
+double
+gossip_tick(struct gossip *g, double now)
+{
+	if (!g->active)
+		return -1;
+	if (now >= g->deadline) {
+		log_debug("gossip: exchange with %s timed out", g->addr);
+		g->timeouts++;
+		g->failed++;
+		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes);
+		return -1;
+	}
+	return g->deadline;
+}
+
+int
+gossip_stats_json(const struct gossip *g, json_t *obj)
+{
+	return json_object_set_new(obj, "gossip", json_pack(
+	    "{s:s, s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+	    "mode", gossip_mode_name(g->p.mode), "values", gossip_values_name(g->p.values),
+	    "density", g->p.density, "block", (int)g->p.block,
+	    "initiated", (json_int_t)g->initiated, "completed", (json_int_t)g->ok,
+	    "served", (json_int_t)g->served, "busy_received", (json_int_t)g->busy_in,
+	    "busy_sent", (json_int_t)g->busy_out, "failed", (json_int_t)g->failed,
+	    "timeouts", (json_int_t)g->timeouts, "refused", (json_int_t)g->refused,
+	    "malformed", (json_int_t)g->malformed, "chunks_served",
+	    (json_int_t)g->chunks_served, "consensus_distance", g->distance));
+}

@@ -1,0 +1,120 @@
+/*
+ * gossip: the pairwise exchange of model slices (DESIGN.md §3) and the
+ * donor side of a joiner's model pull.
+ *
+ * Exchange, initiator i and responder j:
+ *	i: nonce <- random; S <- mask(seed, nonce); send REQ{nonce, S's
+ *	   parameters, x_i[S]}
+ *	j: rebuild S from the REQ; v <- x_j[S]; x_j[S] <- (x_j[S] + x_i[S]) / 2;
+ *	   send REPLY{nonce, v}
+ *	i: x_i[S] <- (x_i[S] + v) / 2
+ * Only values cross the wire, fp32 or fp16. Mode dense is the same with S
+ * = every coordinate. A peer initiates one exchange at a time; while it
+ * has one in flight it answers every REQ with BUSY, so no third party
+ * mixes into a half-done exchange. Each exchange has a deadline.
+ *
+ * Like member, this module does no I/O and reads no clock: the caller
+ * passes the time, sends through ops->send, feeds received messages to
+ * gossip_recv and calls gossip_tick for deadlines. The model is touched
+ * only through model_gather / model_average_in, which take its lock.
+ */
+#ifndef GD_GOSSIP_H
+#define GD_GOSSIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "model.h"
+
+/* Message types: gossip owns 80..95 of the application range. */
+#define GOSSIP_T_REQ	80
+#define GOSSIP_T_REPLY	81
+#define GOSSIP_T_PULL	82
+#define GOSSIP_T_CHUNK	83
+#define GOSSIP_T_FIRST	GOSSIP_T_REQ
+#define GOSSIP_T_LAST	95
+
+/* Largest slice of a model one CHUNK carries (floats). */
+#define GOSSIP_CHUNK_FLOATS	(64 * 1024)
+#define GOSSIP_PULL_SIZE	24
+#define GOSSIP_CHUNK_HEADER	40
+
+enum gossip_mode { GOSSIP_SAPS, GOSSIP_DENSE };
+enum gossip_values { GOSSIP_FP32, GOSSIP_FP16 };
+
+/* How an exchange this peer initiated ended. */
+enum gossip_result {
+	GOSSIP_OK,
+	GOSSIP_BUSY,       /* the partner was in an exchange of its own */
+	GOSSIP_FAILED,     /* send failed, partner refused, or deadline */
+};
+
+struct gossip_params {
+	enum gossip_mode mode;
+	enum gossip_values values;
+	double density;    /* saps: fraction of coordinates per exchange */
+	size_t block;      /* saps: coordinates per mask block */
+	uint64_t seed;     /* job seed: masks derive from (seed, nonce) */
+	double timeout;    /* seconds an exchange may take */
+};
+
+struct gossip_ops {
+	/* Send; cb(cbarg, status) runs exactly once if it returns 0. */
+	int (*send)(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
+	    void (*cb)(void *cbarg, int status), void *cbarg);
+	/* An exchange this peer initiated ended; bytes both ways. */
+	void (*done)(void *arg, const char *addr, double now, enum gossip_result r,
+	    size_t bytes, double seconds);
+	/* The step this peer is at (sent along, and served to joiners). */
+	uint64_t (*step)(void *arg);
+	void *arg;
+};
+
+struct gossip;
+
+int gossip_parse_mode(const char *s, enum gossip_mode *out);
+int gossip_parse_values(const char *s, enum gossip_values *out);
+const char *gossip_mode_name(enum gossip_mode m);
+const char *gossip_values_name(enum gossip_values v);
+
+int gossip_new(const struct gossip_params *p, struct model *m, const struct gossip_ops *ops,
+    struct gossip **out);
+/* Sends still in flight keep a pointer: free only after the transport
+ * has closed (it fails them first). */
+void gossip_free(struct gossip *g);
+/* density, values, mode, timeout may change between exchanges. */
+void gossip_set_params(struct gossip *g, const struct gossip_params *p);
+
+/* Start an exchange with addr; -EBUSY if one is in flight. */
+int gossip_start(struct gossip *g, double now, const char *addr);
+int gossip_active(const struct gossip *g);
+/* A gossip message (GOSSIP_T_FIRST..LAST) passed the transport. */
+void gossip_recv(struct gossip *g, double now, const char *from, uint8_t type,
+    const uint8_t *buf, size_t len);
+/* Fails an exchange past its deadline; returns the next deadline or
+ * a negative number when none. */
+double gossip_tick(struct gossip *g, double now);
+
+/* Exchanges finished (as initiator or responder). */
+uint64_t gossip_exchanges(const struct gossip *g);
+/* Smoothed RMS difference of own and partner values on exchanged
+ * coordinates; < 0 before the first exchange. */
+double gossip_consensus_distance(const struct gossip *g);
+/* Add "gossip": {...counters} to obj. */
+int gossip_stats_json(const struct gossip *g, json_t *obj);
+
+/* Joiner side of a model pull: encode a PULL for [off, off+len) with a
+ * request id; decode a CHUNK (values point into buf, little-endian fp32).
+ * Returns 0 or -EBADMSG. */
+void gossip_pull_encode(uint8_t out[GOSSIP_PULL_SIZE], uint64_t id, uint64_t off,
+    uint64_t len);
+struct gossip_chunk {
+	uint64_t id, off, len, step;
+	int status;               /* 0 served, else a negative errno */
+	const uint8_t *values;
+};
+int gossip_chunk_decode(const uint8_t *buf, size_t len, struct gossip_chunk *c);
+
+#endif

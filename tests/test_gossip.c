@@ -1,0 +1,343 @@
+/*
+ * Unit test of gossip (and select): two peers with real models talk over an
+ * in-memory queue. An exchange leaves both with the average on the mask
+ * and untouched elsewhere; dense averages everything; fp16 is close; two
+ * peers asking each other at once both get BUSY; a lost reply times out;
+ * malformed and mismatched requests change nothing; pulls serve exact
+ * slices. select: random and adaptive picks, the bandwidth cut-off, the
+ * connectivity guard and the failure backoff.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "check.h"
+#include "gossip.h"
+#include "select.h"
+
+#define QMAX 16
+
+struct msg {
+	int to;
+	char from[32];
+	uint8_t type;
+	uint8_t *buf;
+	size_t len;
+};
+
+static struct msg queue[QMAX];
+static int nq;
+
+struct peer {
+	int idx;
+	char addr[32];
+	struct model *m;
+	struct gossip *g;
+	enum gossip_result last;
+	int done;
+};
+
+static struct peer peers[2];
+
+static int
+fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
+    void (*cb)(void *, int), void *cbarg)
+{
+	struct peer *p = arg;
+	struct msg *q;
+
+	if (nq == QMAX)
+		return -ENOBUFS;
+	q = &queue[nq++];
+	q->to = strcmp(addr, peers[0].addr) == 0 ? 0 : 1;
+	snprintf(q->from, sizeof(q->from), "%s", p->addr);
+	q->type = type;
+	q->buf = malloc(len ? len : 1);
+	memcpy(q->buf, buf, len);
+	q->len = len;
+	/* Delivered: the transport would acknowledge it later. */
+	if (cb != NULL)
+		cb(cbarg, 0);
+	return 0;
+}
+
+static void
+fake_done(void *arg, const char *addr, double now, enum gossip_result r, size_t bytes,
+    double seconds)
+{
+	struct peer *p = arg;
+
+	(void)addr;
+	(void)now;
+	(void)bytes;
+	(void)seconds;
+	p->last = r;
+	p->done++;
+}
+
+static uint64_t
+fake_step(void *arg)
+{
+	(void)arg;
+	return 7;
+}
+
+/* Deliver everything queued (and what that causes); drop == 1 loses
+ * REPLYs. */
+static void
+pump(int drop_replies)
+{
+	while (nq > 0) {
+		struct msg q = queue[0];
+
+		memmove(queue, queue + 1, (size_t)(nq - 1) * sizeof(queue[0]));
+		nq--;
+		if (!(drop_replies && q.type == GOSSIP_T_REPLY))
+			gossip_recv(peers[q.to].g, 0.5, q.from, q.type, q.buf, q.len);
+		free(q.buf);
+	}
+}
+
+/* Distinct values everywhere, so "changed" and "mixed" are the same. */
+static void
+randomize(struct model *m, uint32_t salt)
+{
+	float *x = malloc(m->d * sizeof(float));
+
+	for (size_t i = 0; i < m->d; i++)
+		x[i] = (float)randombytes_uniform(1000000) / 1e6f + (float)salt;
+	CHECK(model_restore(m, x, NULL) == 0);
+	free(x);
+}
+
+static void
+setup(enum gossip_mode mode, enum gossip_values values, double density, const char *spec_a,
+    const char *spec_b)
+{
+	struct gossip_params gp = { mode, values, density, 4, 99, 2.0 };
+	struct model_spec sa, sb;
+	struct errbuf err;
+
+	for (int i = 0; i < 2; i++) {
+		struct gossip_ops ops = { fake_send, fake_done, fake_step, &peers[i] };
+
+		memset(&peers[i], 0, sizeof(peers[i]));
+		peers[i].idx = i;
+		snprintf(peers[i].addr, sizeof(peers[i].addr), "127.0.0.1:%d", 20000 + i);
+		CHECK(model_spec_parse(i == 0 ? spec_a : spec_b, i == 0 ? &sa : &sb, &err) == 0);
+		CHECK(model_new(i == 0 ? &sa : &sb, "cpu", 1, 8, 100 + (uint64_t)i, &peers[i].m,
+		    &err) == 0);
+		CHECK(gossip_new(&gp, peers[i].m, &ops, &peers[i].g) == 0);
+		randomize(peers[i].m, (uint32_t)i);
+	}
+}
+
+static void
+teardown(void)
+{
+	for (int i = 0; i < 2; i++) {
+		gossip_free(peers[i].g);
+		model_free(peers[i].m);
+	}
+}
+
+static float *
+snap(struct model *m)
+{
+	float *x = malloc(m->d * sizeof(float));
+
+	model_snapshot(m, x, NULL);
+	return x;
+}
+
+static void
+test_exchange(enum gossip_mode mode, enum gossip_values values)
+{
+	float *a0, *b0, *a1, *b1;
+	size_t mixed = 0, d;
+	double tol = values == GOSSIP_FP16 ? 2e-3 : 0;
+
+	setup(mode, values, 0.1, "40-20-10", "40-20-10");
+	d = peers[0].m->d;
+	a0 = snap(peers[0].m);
+	b0 = snap(peers[1].m);
+	CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == 0);
+	CHECK(gossip_active(peers[0].g));
+	CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == -EBUSY);
+	pump(0);
+	CHECKF(peers[0].done == 1 && peers[0].last == GOSSIP_OK, "done %d last %d",
+	    peers[0].done, peers[0].last);
+	CHECK(!gossip_active(peers[0].g));
+	a1 = snap(peers[0].m);
+	b1 = snap(peers[1].m);
+	for (size_t i = 0; i < d; i++) {
+		float avg = (a0[i] + b0[i]) / 2;
+
+		if (a1[i] != a0[i] || b1[i] != b0[i]) {
+			mixed++;
+			CHECKF(fabsf(a1[i] - avg) <= tol && fabsf(b1[i] - avg) <= tol,
+			    "coordinate %zu: %g %g, average %g", i, a1[i], b1[i], avg);
+		}
+	}
+	if (mode == GOSSIP_DENSE)
+		CHECKF(mixed == d, "dense mixed %zu of %zu", mixed, d);
+	else
+		CHECKF(mixed == (size_t)llround(0.1 * (double)d), "saps mixed %zu of %zu", mixed, d);
+	CHECK(gossip_exchanges(peers[0].g) == 1 && gossip_exchanges(peers[1].g) == 1);
+	CHECK(gossip_consensus_distance(peers[0].g) > 0);
+	free(a0);
+	free(b0);
+	free(a1);
+	free(b1);
+	teardown();
+}
+
+static void
+test_busy_timeout_malformed(void)
+{
+	float *a0, *a1;
+	uint8_t junk[10] = { 1 };
+
+	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.05, "40-20-10", "40-20-10");
+	/* Both ask at once: each sees the other busy. */
+	CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == 0);
+	CHECK(gossip_start(peers[1].g, 0.0, peers[0].addr) == 0);
+	pump(0);
+	CHECK(peers[0].last == GOSSIP_BUSY && peers[1].last == GOSSIP_BUSY);
+
+	/* A lost reply: the initiator fails at its deadline, not before. */
+	CHECK(gossip_start(peers[0].g, 1.0, peers[1].addr) == 0);
+	pump(1);
+	CHECK(gossip_tick(peers[0].g, 2.0) == 3.0);
+	CHECK(gossip_active(peers[0].g));
+	gossip_tick(peers[0].g, 3.0);
+	CHECK(!gossip_active(peers[0].g) && peers[0].last == GOSSIP_FAILED);
+
+	/* Garbage and truncated messages change nothing. */
+	a0 = snap(peers[0].m);
+	gossip_recv(peers[0].g, 4.0, peers[1].addr, GOSSIP_T_REQ, junk, sizeof(junk));
+	gossip_recv(peers[0].g, 4.0, peers[1].addr, GOSSIP_T_REPLY, junk, sizeof(junk));
+	gossip_recv(peers[0].g, 4.0, peers[1].addr, GOSSIP_T_PULL, junk, sizeof(junk));
+	gossip_recv(peers[0].g, 4.0, peers[1].addr, GOSSIP_T_CHUNK, junk, sizeof(junk));
+	CHECK(nq == 0);
+	a1 = snap(peers[0].m);
+	CHECK(memcmp(a0, a1, peers[0].m->d * sizeof(float)) == 0);
+	free(a0);
+	free(a1);
+	teardown();
+
+	/* Different models: refused, nothing mixed. */
+	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.05, "40-20-10", "40-21-10");
+	a0 = snap(peers[1].m);
+	CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == 0);
+	pump(0);
+	CHECK(peers[0].last == GOSSIP_FAILED);
+	a1 = snap(peers[1].m);
+	CHECK(memcmp(a0, a1, peers[1].m->d * sizeof(float)) == 0);
+	free(a0);
+	free(a1);
+	teardown();
+}
+
+static void
+test_pull(void)
+{
+	uint8_t req[GOSSIP_PULL_SIZE];
+	struct gossip_chunk c;
+	float *x, v[50];
+
+	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.05, "40-20-10", "40-20-10");
+	x = snap(peers[1].m);
+	gossip_pull_encode(req, 5, 100, 50);
+	gossip_recv(peers[1].g, 0, peers[0].addr, GOSSIP_T_PULL, req, sizeof(req));
+	CHECK(nq == 1 && queue[0].type == GOSSIP_T_CHUNK);
+	CHECK(gossip_chunk_decode(queue[0].buf, queue[0].len, &c) == 0);
+	CHECK(c.id == 5 && c.off == 100 && c.len == 50 && c.step == 7 && c.status == 0);
+	memcpy(v, c.values, sizeof(v));
+	CHECK(memcmp(v, x + 100, sizeof(v)) == 0);
+	nq = 0;
+	free(queue[0].buf);
+	gossip_pull_encode(req, 6, peers[1].m->d - 10, 50);
+	gossip_recv(peers[1].g, 0, peers[0].addr, GOSSIP_T_PULL, req, sizeof(req));
+	CHECK(nq == 1 && gossip_chunk_decode(queue[0].buf, queue[0].len, &c) == 0);
+	CHECK(c.status == -ERANGE);
+	CHECK(gossip_chunk_decode(queue[0].buf, 5, &c) == -EBADMSG);
+	pump(0);
+	free(x);
+	teardown();
+}
+
+static void
+test_select(void)
+{
+	const char *addrs[] = { "a:1", "b:1", "c:1", "d:1" };
+	struct select_params sp = { SELECT_ADAPTIVE, 4.0, 10.0 };
+	struct select *s;
+	int seen[4] = { 0 };
+	uint64_t before;
+
+	CHECK(select_new(&sp, &s) == 0);
+	/* Unmeasured links are all candidates. */
+	for (int i = 0; i < 400; i++) {
+		const char *p = select_pick(s, 0, addrs, 4, NULL);
+
+		for (int j = 0; j < 4; j++)
+			seen[j] += p == addrs[j];
+	}
+	for (int j = 0; j < 4; j++)
+		CHECKF(seen[j] > 50, "link %d picked %d times of 400", j, seen[j]);
+	/* d is 10x slower than the rest: adaptive leaves it out ... */
+	select_record(s, "a:1", 1, 1000000, 0.01, 1);
+	select_record(s, "b:1", 1, 1000000, 0.01, 1);
+	select_record(s, "c:1", 1, 1000000, 0.01, 1);
+	select_record(s, "d:1", 1, 1000000, 0.1, 1);
+	for (int i = 0; i < 200; i++)
+		CHECK(strcmp(select_pick(s, 2, addrs, 4, NULL), "d:1") != 0);
+	/* ... until the connectivity guard brings it back. */
+	memset(seen, 0, sizeof(seen));
+	before = select_link(s, "d:1")->selected;
+	for (int i = 0; i < 50; i++) {
+		const char *p = select_pick(s, 20, addrs, 4, NULL);
+
+		seen[3] += strcmp(p, "d:1") == 0;
+		if (strcmp(p, "d:1") == 0)
+			break;
+	}
+	CHECK(seen[3] == 1);
+	CHECK(select_link(s, "d:1")->selected == before + 1);
+	/* Random ignores bandwidth. */
+	sp.policy = SELECT_RANDOM;
+	select_set_params(s, &sp);
+	memset(seen, 0, sizeof(seen));
+	for (int i = 0; i < 400; i++)
+		seen[3] += strcmp(select_pick(s, 21, addrs, 4, NULL), "d:1") == 0;
+	CHECKF(seen[3] > 50, "random picked the slow link %d times of 400", seen[3]);
+	/* A failed link sits out its backoff; exclude skips the busy one. */
+	select_record(s, "a:1", 30, 0, 0, 0);
+	for (int i = 0; i < 100; i++) {
+		const char *p = select_pick(s, 30.1, addrs, 4, "b:1");
+
+		CHECK(strcmp(p, "a:1") != 0 && strcmp(p, "b:1") != 0);
+	}
+	CHECK(select_pick(s, 30.1, addrs, 1, NULL) == NULL);
+	CHECK(select_pick(s, 40, addrs, 1, NULL) != NULL);
+	select_free(s);
+}
+
+int
+main(void)
+{
+	if (sodium_init() < 0)
+		return 99;
+	test_exchange(GOSSIP_SAPS, GOSSIP_FP32);
+	test_exchange(GOSSIP_DENSE, GOSSIP_FP32);
+	test_exchange(GOSSIP_SAPS, GOSSIP_FP16);
+	test_busy_timeout_malformed();
+	test_pull();
+	test_select();
+	return check_exit("test_gossip");
+}
