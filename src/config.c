@@ -53,6 +53,9 @@ static int config_parse_log_level(struct config *c, const char *v, struct errbuf
 static int config_parse_provider(struct config *c, const char *v, struct errbuf *err);
 static int config_parse_hostport(struct config *c, const char *v, struct errbuf *err);
 static int config_parse_device(struct config *c, const char *v, struct errbuf *err);
+static int config_parse_mode(struct config *c, const char *v, struct errbuf *err);
+static int config_parse_values(struct config *c, const char *v, struct errbuf *err);
+static int config_parse_select(struct config *c, const char *v, struct errbuf *err);
 static int config_parse_join(struct config *c, const char *v, struct errbuf *err);
 
 #define OFF(f) offsetof(struct config, f)
@@ -89,6 +92,24 @@ static const struct config_key config_keys[] = {
 	  "members asked to probe a silent member indirectly (default: 3)" },
 	{ "leave_timeout", 0, "MS", CT_INT, OFF(leave_timeout), 1, 600000, NULL, 0,
 	  "longest wait for members to acknowledge a leave announcement (default: 2000)" },
+	{ "mode", 0, "saps|dense", CT_CUSTOM, 0, 0, 0, config_parse_mode, 0,
+	  "exchange a sparse random slice (saps) or the whole model (dense) (default: saps)" },
+	{ "values", 0, "fp32|fp16", CT_CUSTOM, 0, 0, 0, config_parse_values, 1,
+	  "how exchanged values travel (default: fp32)" },
+	{ "density", 0, "X", CT_DOUBLE, OFF(density), 1e-6, 1, NULL, 1,
+	  "saps: fraction of the model one exchange mixes (default: 0.01)" },
+	{ "mask_block", 0, "N", CT_INT, OFF(mask_block), 1, 1 << 20, NULL, 1,
+	  "saps: consecutive coordinates per mask block (default: 64)" },
+	{ "interval", 0, "STEPS", CT_INT, OFF(interval), 1, 1000000, NULL, 1,
+	  "local steps between the exchanges this peer starts (default: 4)" },
+	{ "select", 0, "adaptive|random", CT_CUSTOM, 0, 0, 0, config_parse_select, 1,
+	  "how the partner of an exchange is chosen (default: adaptive)" },
+	{ "bw_ratio", 0, "X", CT_DOUBLE, OFF(bw_ratio), 1, 1e6, NULL, 1,
+	  "adaptive: links within this factor of the fastest are candidates (default: 4)" },
+	{ "stale_after", 0, "SECONDS", CT_DOUBLE, OFF(stale_after), 0, 1e6, NULL, 1,
+	  "adaptive: a link unused this long is a candidate again (default: 10)" },
+	{ "exchange_timeout", 0, "SECONDS", CT_DOUBLE, OFF(exchange_timeout), 0.01, 3600, NULL, 1,
+	  "deadline of one exchange or model-chunk pull (default: 5)" },
 	{ "control", 0, "PATH", CT_STR, OFF(control), 0, 0, NULL, 0,
 	  "control socket (default: /tmp/gossipd-UID/JOB.sock)" },
 	{ "data", 0, "DIR", CT_STR, OFF(data_dir), 0, 0, NULL, 0,
@@ -408,6 +429,30 @@ config_parse_device(struct config *c, const char *v, struct errbuf *err)
 	return 0;
 }
 
+static int
+config_parse_mode(struct config *c, const char *v, struct errbuf *err)
+{
+	if (gossip_parse_mode(v, &c->mode) < 0)
+		return errbuf_set(err, -EINVAL, "mode: '%s' is not one of saps, dense", v);
+	return 0;
+}
+
+static int
+config_parse_values(struct config *c, const char *v, struct errbuf *err)
+{
+	if (gossip_parse_values(v, &c->values) < 0)
+		return errbuf_set(err, -EINVAL, "values: '%s' is not one of fp32, fp16", v);
+	return 0;
+}
+
+static int
+config_parse_select(struct config *c, const char *v, struct errbuf *err)
+{
+	if (select_parse_policy(v, &c->select) < 0)
+		return errbuf_set(err, -EINVAL, "select: '%s' is not one of adaptive, random", v);
+	return 0;
+}
+
 static void
 config_defaults(struct config *c)
 {
@@ -436,6 +481,15 @@ config_defaults(struct config *c)
 	c->lr_step_gamma = 0.1;
 	c->epochs = 15;
 	c->checkpoint_keep = 3;
+	c->mode = GOSSIP_SAPS;
+	c->values = GOSSIP_FP32;
+	c->density = 0.01;
+	c->mask_block = 64;
+	c->interval = 4;
+	c->select = SELECT_ADAPTIVE;
+	c->bw_ratio = 4;
+	c->stale_after = 10;
+	c->exchange_timeout = 5;
 	c->log_level = xstrdup("info");
 	c->probe_interval = 500;
 	c->probe_timeout = 200;

@@ -13,7 +13,9 @@
 #include <stdint.h>
 
 #include "data.h"
+#include "gossip.h"
 #include "model.h"
+#include "select.h"
 #include "util.h"
 
 enum lr_schedule { LR_COSINE, LR_STEP, LR_CONSTANT };
@@ -37,6 +39,16 @@ struct config {
 	int suspicion_timeout;     /* ms from suspect to dead */
 	int indirect_checks;       /* members asked to probe indirectly */
 	int leave_timeout;         /* ms to announce a leave */
+	/* gossip (read on the loop thread only, so runtime changes are safe) */
+	enum gossip_mode mode;
+	enum gossip_values values;
+	double density;            /* saps: fraction of the model per exchange */
+	int mask_block;            /* saps: coordinates per mask block */
+	int interval;              /* local steps between exchanges this peer starts */
+	enum select_policy select;
+	double bw_ratio;           /* adaptive: candidates >= max bandwidth / bw_ratio */
+	double stale_after;        /* adaptive: seconds before an unused link is retried */
+	double exchange_timeout;   /* seconds an exchange or model pull may take */
 	/* control */
 	char *control;             /* socket path */
 	/* data */

@@ -42,6 +42,7 @@ struct gossip {
 	struct model *m;
 	struct gossip_ops ops;
 
+	int ready;                /* holds the job's model */
 	/* The exchange this peer initiated, if any. */
 	int active;
 	char addr[WIRE_ADDR_MAX + 1];
@@ -119,6 +120,7 @@ gossip_new(const struct gossip_params *p, struct model *m, const struct gossip_o
 	g->m = m;
 	g->ops = *ops;
 	g->distance = -1;
+	g->ready = 1;
 	*out = g;
 	return 0;
 }
@@ -139,6 +141,12 @@ void
 gossip_set_params(struct gossip *g, const struct gossip_params *p)
 {
 	g->p = *p;
+}
+
+void
+gossip_set_ready(struct gossip *g, int ready)
+{
+	g->ready = ready;
 }
 
 int
@@ -272,7 +280,7 @@ gossip_start(struct gossip *g, double now, const char *addr)
 	uint8_t *w;
 	int rc;
 
-	if (g->active)
+	if (g->active || !g->ready)
 		return -EBUSY;
 	randombytes_buf(&nonce, sizeof(nonce));
 	if ((rc = gossip_build_mask(g, g->p.mode, nonce, g->p.density, g->p.block)) < 0)
@@ -361,7 +369,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		g->malformed++;
 		return;
 	}
-	if (g->active) {
+	if (g->active || !g->ready) {
 		g->busy_out++;
 		gossip_reply_status(g, from, nonce, REPLY_BUSY);
 		return;
@@ -467,7 +475,9 @@ gossip_on_pull(struct gossip *g, const char *from, const uint8_t *buf, size_t le
 	id = wire_get_u64(buf);
 	off = wire_get_u64(buf + 8);
 	n = wire_get_u64(buf + 16);
-	if (n == 0 || n > GOSSIP_CHUNK_FLOATS || off >= g->m->d || n > g->m->d - off)
+	if (!g->ready)
+		status = -EAGAIN;
+	else if (n == 0 || n > GOSSIP_CHUNK_FLOATS || off >= g->m->d || n > g->m->d - off)
 		status = -ERANGE;
 	else if (gossip_reserve(g, n, GOSSIP_CHUNK_HEADER + n * sizeof(float)) < 0)
 		status = -ENOMEM;

@@ -87,6 +87,9 @@ void gossip_free(struct gossip *g);
 /* density, values, mode, timeout may change between exchanges. */
 void gossip_set_params(struct gossip *g, const struct gossip_params *p);
 
+/* A peer that has no model of the job yet (a joiner still pulling it)
+ * answers every REQ with BUSY and refuses PULLs. New: ready. */
+void gossip_set_ready(struct gossip *g, int ready);
 /* Start an exchange with addr; -EBUSY if one is in flight. */
 int gossip_start(struct gossip *g, double now, const char *addr);
 int gossip_active(const struct gossip *g);

@@ -21,21 +21,26 @@
 #include <sodium.h>
 #include <uv.h>
 
+#include "bootstrap.h"
 #include "ckpt.h"
 #include "config.h"
 #include "control.h"
 #include "data.h"
+#include "gossip.h"
 #include "gossipd/control.h"
 #include "log.h"
 #include "member.h"
 #include "metrics.h"
 #include "model.h"
+#include "select.h"
 #include "session.h"
 #include "train.h"
 #include "transport.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
+/* Partners tried in one round when each answers BUSY. */
+#define DAEMON_BUSY_RETRIES 2
 
 /* A checkpoint request waiting for the trainer. */
 struct pending_ckpt {
@@ -56,10 +61,21 @@ struct daemon {
 	struct transport *transport;   /* NULL without --listen */
 	struct member *member;         /* NULL without --listen */
 	uv_timer_t member_timer;
+	struct gossip *gossip;         /* NULL without --listen */
+	struct select *select;
+	struct bootstrap *boot;        /* while a joiner pulls the model */
+	uv_timer_t gossip_timer;       /* exchange and pull deadlines */
+	uv_async_t step_async;         /* the trainer finished a step */
+	uint64_t round_step;           /* step at which the last round began */
+	int busy_retries;              /* partners that answered BUSY this round */
+	struct member_info *info;      /* scratch for member lists */
+	const char **addrs;
+	size_t info_cap;
 	uv_async_t wake;
 	uv_signal_t sigterm, sigint;
 	struct pending_ckpt *pending;
 	int trained;                   /* the trainer reported DONE or FAILED */
+	int must_pull;                 /* a joiner without a checkpoint: pull first */
 	int leaving;                   /* leave requested or budget spent */
 	int stopping;
 	int exit_code;
@@ -77,14 +93,26 @@ state_name(enum train_state s)
 	return "unknown";
 }
 
+/* The trainer's progress; zeros while a joiner still pulls the model. */
+static void
+daemon_progress(struct daemon *d, struct train_progress *p)
+{
+	if (d->trainer != NULL) {
+		train_get_progress(d->trainer, p);
+		return;
+	}
+	memset(p, 0, sizeof(*p));
+	p->accuracy = p->test_loss = -1;
+}
+
 /* What status calls the peer's state: the trainer's, except while it
- * looks for the job or announces its leave. */
+ * looks for the job, pulls the model, or announces its leave. */
 static const char *
 daemon_state(struct daemon *d, const struct train_progress *p)
 {
 	if (d->leaving)
 		return p->state == TRAIN_FAILED ? "failed" : "leaving";
-	if (d->member != NULL && !member_joined(d->member))
+	if ((d->member != NULL && !member_joined(d->member)) || d->trainer == NULL)
 		return "joining";
 	return state_name(p->state);
 }
@@ -96,8 +124,9 @@ daemon_status(struct daemon *d)
 	uint64_t sent = 0, received = 0;
 	int members = 1;
 	char id[17];
+	json_t *st;
 
-	train_get_progress(d->trainer, &p);
+	daemon_progress(d, &p);
 	if (d->member != NULL)
 		members = (int)member_count(d->member, MEMBER_ALIVE);
 	snprintf(id, sizeof(id), "%016" PRIx64, d->id);
@@ -105,7 +134,7 @@ daemon_status(struct daemon *d)
 		sent = transport_bytes_sent(d->transport);
 		received = transport_bytes_received(d->transport);
 	}
-	return json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I,"
+	st = json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I,"
 	    " s:f, s:f, s:i, s:I, s:I, s:I}",
 	    "ok", 1, "id", id, "job", d->cfg.job, "state", daemon_state(d, &p),
 	    "step", (json_int_t)p.step, "total_steps", (json_int_t)p.total_steps,
@@ -113,7 +142,21 @@ daemon_status(struct daemon *d)
 	    "accuracy", p.accuracy, "test_loss", p.test_loss,
 	    "eval_step", (json_int_t)p.eval_step, "samples_per_s", p.samples_per_s,
 	    "elapsed", p.elapsed, "members", members, "bytes_sent", (json_int_t)sent,
-	    "bytes_received", (json_int_t)received, "exchanges", (json_int_t)0);
+	    "bytes_received", (json_int_t)received, "exchanges",
+	    (json_int_t)(d->gossip ? gossip_exchanges(d->gossip) : 0));
+	if (st != NULL && d->gossip != NULL) {
+		double dist = gossip_consensus_distance(d->gossip);
+		json_t *net = json_object();
+
+		json_object_set_new(st, "consensus_distance", dist < 0 ? json_null() :
+		    json_real(dist));
+		transport_stats_json(d->transport, net);
+		json_object_set(st, "bytes_sent_by_type", json_object_get(net, "bytes_sent"));
+		json_object_set(st, "bytes_received_by_type",
+		    json_object_get(net, "bytes_received"));
+		json_decref(net);
+	}
+	return st;
 }
 
 static json_t *
@@ -122,7 +165,7 @@ daemon_stats(struct daemon *d)
 	struct train_progress p;
 	json_t *stats, *net;
 
-	train_get_progress(d->trainer, &p);
+	daemon_progress(d, &p);
 	stats = json_pack("{s:b, s:{s:I, s:I, s:i, s:f, s:I}, s:{s:s, s:s, s:I, s:i}}",
 	    "ok", 1,
 	    "train", "steps", (json_int_t)p.step, "checkpoints", (json_int_t)p.ckpt_done,
@@ -137,6 +180,12 @@ daemon_stats(struct daemon *d)
 	}
 	if (d->member != NULL)
 		member_stats_json(d->member, stats);
+	if (d->gossip != NULL) {
+		gossip_stats_json(d->gossip, stats);
+		select_stats_json(d->select, stats);
+	}
+	if (d->boot != NULL)
+		bootstrap_stats_json(d->boot, stats);
 	return stats;
 }
 
@@ -155,19 +204,25 @@ daemon_peers(struct daemon *d)
 	n = member_list(d->member, info, n);
 	for (i = 0; i < n; i++) {
 		struct member_info *e = &info[i];
+		const struct select_link *l = d->select ? select_link(d->select, e->addr) : NULL;
 		char id[17];
 
 		snprintf(id, sizeof(id), "%016" PRIx64, e->id);
-		/* bandwidth, last_exchange and selected come with gossip */
 		json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:I, s:b, s:o, s:o,"
-		    " s:o, s:f, s:n, s:i}",
+		    " s:o, s:f, s:o, s:o, s:I, s:I}",
 		    "id", id, "addr", e->addr, "state", member_state_name(e->state),
 		    "incarnation", (json_int_t)e->incarnation, "self", e->self,
 		    "rtt", e->rtt < 0 ? json_null() : json_real(e->rtt),
-		    "bandwidth", json_null(),
+		    "bandwidth", l == NULL || l->bandwidth < 0 ? json_null() :
+		    json_real(l->bandwidth),
 		    "last_contact", e->self ? json_real(0) : e->last_contact < 0 ?
 		    json_null() : json_real(now - e->last_contact),
-		    "since", now - e->since, "last_exchange", "selected", 0));
+		    "since", now - e->since,
+		    "exchange_rtt", l == NULL || l->rtt < 0 ? json_null() : json_real(l->rtt),
+		    "last_exchange", l == NULL || l->last_used < 0 ? json_null() :
+		    json_real(now - l->last_used),
+		    "selected", (json_int_t)(l ? l->selected : 0),
+		    "exchanges", (json_int_t)(l ? l->exchanges : 0)));
 	}
 	free(info);
 	return json_pack("{s:b, s:o}", "ok", 1, "peers", list);
@@ -189,8 +244,32 @@ daemon_metrics(struct daemon *d)
 }
 
 static void daemon_shutdown(struct daemon *d);
+
+static void
+daemon_gossip_params(const struct config *c, struct gossip_params *gp, struct select_params *sp)
+{
+	*gp = (struct gossip_params){ c->mode, c->values, c->density, (size_t)c->mask_block,
+	    c->seed, c->exchange_timeout };
+	*sp = (struct select_params){ c->select, c->bw_ratio, c->stale_after };
+}
+
+/* Hand runtime-tunable gossip keys to the running modules. */
+static void
+daemon_apply_gossip(struct daemon *d)
+{
+	struct gossip_params gp;
+	struct select_params sp;
+
+	if (d->gossip == NULL)
+		return;
+	daemon_gossip_params(&d->cfg, &gp, &sp);
+	gossip_set_params(d->gossip, &gp);
+	select_set_params(d->select, &sp);
+}
 static void daemon_begin_leave(struct daemon *d, const char *why);
 static void daemon_member_schedule(struct daemon *d);
+static void daemon_gossip_schedule(struct daemon *d);
+static void daemon_maybe_bootstrap(struct daemon *d);
 
 /* gossipctl set of a membership knob: keep probe_timeout < probe_interval
  * and hand the new timing to the running protocol. */
@@ -215,6 +294,7 @@ daemon_set_timing(struct daemon *d, const char *key, const char *value,
 		    (unsigned)d->cfg.probe_timeout, (unsigned)d->cfg.suspicion_timeout);
 		daemon_member_schedule(d);
 	}
+	daemon_apply_gossip(d);
 	return 0;
 }
 
@@ -246,6 +326,10 @@ daemon_command(struct control *ctl, uint64_t client, const char *cmd, json_t *re
 		}
 		if (d->stopping || d->leaving) {
 			*reply = control_error("peer is leaving; its final checkpoint is on the way");
+			return CONTROL_REPLIED;
+		}
+		if (d->trainer == NULL) {
+			*reply = control_error("peer is still joining: no model to save yet");
 			return CONTROL_REPLIED;
 		}
 		pc = xmalloc(sizeof(*pc));
@@ -330,6 +414,8 @@ daemon_begin_leave(struct daemon *d, const char *why)
 	log_info("%s: leaving", why);
 	if (d->trainer != NULL)
 		train_request_stop(d->trainer);
+	else
+		d->trained = 1;	/* a joiner that never got its model */
 	if (d->member != NULL) {
 		member_leave(d->member, util_now());
 		daemon_member_schedule(d);
@@ -384,6 +470,17 @@ daemon_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
 	if (d->member != NULL && type >= MEMBER_T_FIRST && type <= MEMBER_T_LAST) {
 		member_recv(d->member, util_now(), sender, addr, type, payload, len);
 		daemon_member_schedule(d);
+		daemon_maybe_bootstrap(d);
+		return;
+	}
+	if (d->gossip != NULL && type >= GOSSIP_T_FIRST && type <= GOSSIP_T_LAST) {
+		if (type == GOSSIP_T_CHUNK && d->boot != NULL) {
+			bootstrap_recv(d->boot, util_now(), addr, payload, len);
+			daemon_maybe_bootstrap(d);
+		} else {
+			gossip_recv(d->gossip, util_now(), addr, type, payload, len);
+		}
+		daemon_gossip_schedule(d);
 		return;
 	}
 	log_debug("message type %u of %zu bytes from %016" PRIx64 " at %s: no handler",
@@ -400,10 +497,15 @@ daemon_peer_down(void *arg, const char *addr, uint64_t id, int status)
 		member_peer_down(d->member, util_now(), addr);
 		daemon_member_schedule(d);
 	}
+	if (d->boot != NULL) {
+		bootstrap_donor_down(d->boot, util_now(), addr);
+		daemon_maybe_bootstrap(d);
+		daemon_gossip_schedule(d);
+	}
 }
 
 static int
-daemon_member_send(void *arg, const char *addr, uint8_t type, const void *buf,
+daemon_send(void *arg, const char *addr, uint8_t type, const void *buf,
     size_t len, member_send_cb cb, void *cbarg)
 {
 	struct daemon *d = arg;
@@ -445,6 +547,7 @@ daemon_member_timer(uv_timer_t *h)
 		return;
 	member_tick(d->member, util_now());
 	daemon_member_schedule(d);
+	daemon_maybe_bootstrap(d);
 	daemon_maybe_exit(d);
 }
 
@@ -462,6 +565,194 @@ daemon_member_schedule(struct daemon *d)
 		wait = 0.02;
 	uv_timer_start(&d->member_timer, daemon_member_timer,
 	    wait > 0 ? (uint64_t)(wait * 1000.0) + 1 : 0, 0);
+}
+
+/* --- gossip rounds and the joiner's model pull --------------------------- */
+
+static void daemon_start_training(struct daemon *d, uint64_t start_step);
+
+/* Live members other than this peer, into d->addrs; returns how many. */
+static size_t
+daemon_live_peers(struct daemon *d)
+{
+	size_t n = member_list(d->member, NULL, 0), k = 0;
+
+	if (n > d->info_cap) {
+		free(d->info);
+		free(d->addrs);
+		d->info_cap = 2 * n;
+		d->info = xcalloc(d->info_cap, sizeof(*d->info));
+		d->addrs = xcalloc(d->info_cap, sizeof(*d->addrs));
+	}
+	n = member_list(d->member, d->info, d->info_cap);
+	for (size_t i = 0; i < n && i < d->info_cap; i++) {
+		if (!d->info[i].self && d->info[i].state == MEMBER_ALIVE)
+			d->addrs[k++] = d->info[i].addr;
+	}
+	return k;
+}
+
+static uint64_t
+daemon_step_now(void *arg)
+{
+	struct daemon *d = arg;
+	struct train_progress p;
+
+	daemon_progress(d, &p);
+	return p.step;
+}
+
+static void daemon_gossip_timer(uv_timer_t *h);
+
+/* Arm the timer for the nearest exchange or pull deadline. */
+static void
+daemon_gossip_schedule(struct daemon *d)
+{
+	double now = util_now(), next = -1, t;
+
+	if (d->gossip == NULL || d->stopping)
+		return;
+	next = gossip_tick(d->gossip, now);
+	if (d->boot != NULL && (t = bootstrap_tick(d->boot, now)) >= 0 &&
+	    (next < 0 || t < next))
+		next = t;
+	if (next < 0) {
+		uv_timer_stop(&d->gossip_timer);
+		return;
+	}
+	uv_timer_start(&d->gossip_timer, daemon_gossip_timer,
+	    next > now ? (uint64_t)((next - now) * 1000.0) + 1 : 0, 0);
+}
+
+/* One exchange with a partner chosen by the select policy. */
+static void
+daemon_round(struct daemon *d, const char *exclude)
+{
+	double now = util_now();
+	const char *partner;
+	size_t n;
+
+	if (d->gossip == NULL || d->leaving || d->stopping || gossip_active(d->gossip))
+		return;
+	n = daemon_live_peers(d);
+	partner = select_pick(d->select, now, d->addrs, n, exclude);
+	if (partner == NULL)
+		return;
+	if (gossip_start(d->gossip, now, partner) < 0)
+		select_record(d->select, partner, now, 0, 0, 0);
+	daemon_gossip_schedule(d);
+}
+
+/* The trainer took a step: start a round every `interval` steps. The
+ * trainer never waits for it. */
+static void
+daemon_step(uv_async_t *h)
+{
+	struct daemon *d = h->data;
+	uint64_t step;
+
+	if (d->gossip == NULL || d->trainer == NULL || gossip_active(d->gossip))
+		return;
+	step = daemon_step_now(d);
+	if (step < d->round_step + (uint64_t)d->cfg.interval)
+		return;
+	d->round_step = step;
+	d->busy_retries = 0;
+	daemon_round(d, NULL);
+}
+
+static void
+daemon_gossip_done(void *arg, const char *addr, double now, enum gossip_result r,
+    size_t bytes, double seconds)
+{
+	struct daemon *d = arg;
+
+	/* BUSY says nothing about the link: neither a sample nor a failure. */
+	if (r != GOSSIP_BUSY)
+		select_record(d->select, addr, now, bytes, seconds, r == GOSSIP_OK);
+	else if (d->busy_retries++ < DAEMON_BUSY_RETRIES)
+		daemon_round(d, addr);
+}
+
+/* A joiner starts training once it holds the job's model: it pulls it
+ * from donors as soon as it knows a live member, and tries again with
+ * other donors if a pull fails. */
+static void
+daemon_maybe_bootstrap(struct daemon *d)
+{
+	struct bootstrap_ops ops = { daemon_send, d };
+	uint64_t step;
+	size_t n;
+	int rc;
+
+	if (!d->must_pull || d->leaving || d->stopping || d->member == NULL)
+		return;
+	if (d->boot == NULL) {
+		if (!member_joined(d->member) || (n = daemon_live_peers(d)) == 0)
+			return;
+		if ((rc = bootstrap_new(d->model->d, d->cfg.exchange_timeout, &ops,
+		    &d->boot)) < 0 || (rc = bootstrap_start(d->boot, util_now(), d->addrs,
+		    n)) < 0) {
+			log_error("bootstrap: cannot start: %s", strerror(-rc));
+			bootstrap_free(d->boot);
+			d->boot = NULL;
+			return;
+		}
+		log_info("bootstrap: pulling the model from up to %d of %zu members",
+		    BOOTSTRAP_MAX_DONORS, n);
+		daemon_gossip_schedule(d);
+		return;
+	}
+	if (bootstrap_failed(d->boot)) {
+		log_warn("bootstrap: every donor failed; trying others");
+		bootstrap_free(d->boot);
+		d->boot = NULL;
+		return;
+	}
+	if (!bootstrap_done(d->boot))
+		return;
+	step = bootstrap_step(d->boot);
+	rc = model_restore(d->model, bootstrap_params(d->boot), NULL);
+	bootstrap_free(d->boot);
+	d->boot = NULL;
+	if (rc < 0) {
+		log_error("bootstrap: cannot load the pulled model: %s", strerror(-rc));
+		return;
+	}
+	log_info("bootstrap: model pulled; continuing from the donors' step %" PRIu64, step);
+	d->must_pull = 0;
+	daemon_start_training(d, step);
+}
+
+static void
+daemon_gossip_timer(uv_timer_t *h)
+{
+	struct daemon *d = h->data;
+
+	daemon_gossip_schedule(d);
+	daemon_maybe_bootstrap(d);
+}
+
+static int
+daemon_open_gossip(struct daemon *d, struct errbuf *err)
+{
+	struct gossip_ops ops = { daemon_send, daemon_gossip_done, daemon_step_now, d };
+	struct gossip_params gp;
+	struct select_params sp;
+	int rc;
+
+	daemon_gossip_params(&d->cfg, &gp, &sp);
+	if ((rc = gossip_new(&gp, d->model, &ops, &d->gossip)) < 0 ||
+	    (rc = select_new(&sp, &d->select)) < 0)
+		return errbuf_set(err, rc, "gossip: %s", strerror(-rc));
+	gossip_set_ready(d->gossip, !d->must_pull);
+	uv_timer_init(d->loop, &d->gossip_timer);
+	d->gossip_timer.data = d;
+	transport_name_type(d->transport, GOSSIP_T_REQ, "gossip_req");
+	transport_name_type(d->transport, GOSSIP_T_REPLY, "gossip_reply");
+	transport_name_type(d->transport, GOSSIP_T_PULL, "model_pull");
+	transport_name_type(d->transport, GOSSIP_T_CHUNK, "model_chunk");
+	return 0;
 }
 
 /* --peers: "A:P,B:P" or "@FILE" with one address a line, # comments. */
@@ -521,7 +812,7 @@ out:
 static int
 daemon_open_member(struct daemon *d, struct errbuf *err)
 {
-	struct member_ops ops = { daemon_member_send, daemon_member_change, d };
+	struct member_ops ops = { daemon_send, daemon_member_change, d };
 	struct member_params mp;
 	struct timespec ts;
 	int rc;
@@ -587,7 +878,7 @@ daemon_open_transport(struct daemon *d, int *exit_code, struct errbuf *err)
 		    d->cfg.provider, why.msg);
 	}
 	log_info("fabric endpoint on %s (provider %s)", d->cfg.listen, d->cfg.provider);
-	if ((rc = daemon_open_member(d, &why)) < 0) {
+	if ((rc = daemon_open_member(d, &why)) < 0 || (rc = daemon_open_gossip(d, &why)) < 0) {
 		transport_close(d->transport, NULL, NULL);
 		d->transport = NULL;
 		member_free(d->member);
@@ -626,6 +917,11 @@ daemon_shutdown(struct daemon *d)
 		d->member = NULL;
 		uv_close((uv_handle_t *)&d->member_timer, NULL);
 	}
+	/* gossip itself lives on until daemon_free: the transport's close
+	 * still fails its sends in flight, whose callbacks point into it. */
+	if (d->gossip != NULL)
+		uv_close((uv_handle_t *)&d->gossip_timer, NULL);
+	uv_close((uv_handle_t *)&d->step_async, NULL);
 	uv_close((uv_handle_t *)&d->wake, NULL);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
@@ -637,6 +933,40 @@ daemon_notify(void *arg)
 	struct daemon *d = arg;
 
 	uv_async_send(&d->wake);
+}
+
+static void
+daemon_notify_step(void *arg)
+{
+	struct daemon *d = arg;
+
+	uv_async_send(&d->step_async);
+}
+
+static void
+daemon_start_training(struct daemon *d, uint64_t start_step)
+{
+	struct train_hooks hooks = { daemon_notify, daemon_notify_step, d };
+	struct errbuf err = { "" };
+	int rc;
+
+	rc = train_new(&d->cfg, d->model, &d->train, d->shard, d->shard_n, &d->test, start_step,
+	    &hooks, &d->trainer, &err);
+	if (rc == 0)
+		rc = train_start(d->trainer, &err);
+	if (rc < 0) {
+		log_error("%s", err.msg);
+		train_free(d->trainer);
+		d->trainer = NULL;
+		d->exit_code = EXIT_USAGE;
+		daemon_shutdown(d);
+		return;
+	}
+	if (d->gossip != NULL)
+		gossip_set_ready(d->gossip, 1);
+	d->round_step = start_step;
+	log_info("peer %016" PRIx64 " training %s on %s from step %" PRIu64
+	    ", control socket %s", d->id, d->cfg.job, d->cfg.device, start_step, d->cfg.control);
 }
 
 /* Detach from the terminal. Done before any thread or libfabric exists
@@ -785,6 +1115,11 @@ daemon_free(struct daemon *d)
 		free(pc);
 	}
 	train_free(d->trainer);
+	bootstrap_free(d->boot);
+	gossip_free(d->gossip);
+	select_free(d->select);
+	free(d->info);
+	free(d->addrs);
 	model_free(d->model);
 	free(d->shard);
 	data_free(&d->train);
@@ -862,6 +1197,7 @@ main(int argc, char **argv)
 		daemon_free(&d);
 		return EXIT_RUNTIME;
 	}
+	d.must_pull = d.cfg.join != NULL && start_step == 0;
 	if (daemon_open_transport(&d, &code, &err) < 0) {
 		log_error("%s", err.msg);
 		control_close(d.control);
@@ -872,24 +1208,19 @@ main(int argc, char **argv)
 	}
 	uv_async_init(d.loop, &d.wake, daemon_wake);
 	d.wake.data = &d;
+	uv_async_init(d.loop, &d.step_async, daemon_step);
+	d.step_async.data = &d;
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sigint);
 	d.sigterm.data = d.sigint.data = &d;
 	uv_signal_start(&d.sigterm, daemon_signal, SIGTERM);
 	uv_signal_start(&d.sigint, daemon_signal, SIGINT);
 
-	rc = train_new(&d.cfg, d.model, &d.train, d.shard, d.shard_n, &d.test, start_step,
-	    daemon_notify, &d, &d.trainer, &err);
-	if (rc == 0)
-		rc = train_start(d.trainer, &err);
-	if (rc < 0) {
-		log_error("%s", err.msg);
-		d.exit_code = EXIT_USAGE;
-		daemon_shutdown(&d);
-	} else {
-		log_info("peer %016" PRIx64 " training %s on %s, control socket %s", d.id,
-		    d.cfg.job, d.cfg.device, d.cfg.control);
-	}
+	if (d.must_pull)
+		log_info("joining through %s: the model comes from donors before training",
+		    d.cfg.join);
+	else
+		daemon_start_training(&d, start_step);
 
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	uv_loop_close(d.loop);

@@ -38,8 +38,7 @@ struct trainer {
 	uint64_t start_step;
 	uint64_t steps_per_epoch;
 	uint64_t total_steps;
-	void (*notify)(void *);
-	void *notify_arg;
+	struct train_hooks hooks;
 
 	pthread_t thread;
 	int started;
@@ -76,7 +75,7 @@ train_lr_at(const struct config *cfg, uint64_t s, uint64_t steps_per_epoch, uint
 int
 train_new(const struct config *cfg, struct model *m, const struct data_set *train,
     const size_t *idx, size_t n, const struct data_set *test, uint64_t start_step,
-    void (*notify)(void *), void *notify_arg, struct trainer **out, struct errbuf *err)
+    const struct train_hooks *hooks, struct trainer **out, struct errbuf *err)
 {
 	size_t bs = (size_t)cfg->batch_size;
 	struct trainer *t;
@@ -107,8 +106,7 @@ train_new(const struct config *cfg, struct model *m, const struct data_set *trai
 	if (cfg->max_steps > 0 && cfg->max_steps < t->total_steps)
 		t->total_steps = cfg->max_steps;
 	t->start_step = start_step;
-	t->notify = notify;
-	t->notify_arg = notify_arg;
+	t->hooks = *hooks;
 	t->prog.state = TRAIN_TRAINING;
 	t->prog.step = start_step;
 	t->prog.total_steps = t->total_steps;
@@ -126,8 +124,8 @@ train_publish(struct trainer *t, void (*update)(struct train_progress *, const v
 	pthread_mutex_lock(&t->mu);
 	update(&t->prog, arg);
 	pthread_mutex_unlock(&t->mu);
-	if (t->notify != NULL)
-		t->notify(t->notify_arg);
+	if (t->hooks.notify != NULL)
+		t->hooks.notify(t->hooks.arg);
 }
 
 static void
@@ -297,6 +295,14 @@ train_main(void *arg)
 	enum train_state st;
 	int first = 1, rc;
 
+	/* Show at once what a resumed or pulled model is worth. */
+	if (step > 0 && step < t->total_steps) {
+		if ((rc = train_evaluate(t, step)) < 0) {
+			train_fail(t, "evaluation", rc);
+			return NULL;
+		}
+		last_eval = step;
+	}
 	while (step < t->total_steps && !atomic_load(&t->stop)) {
 		uint64_t epoch = step / t->steps_per_epoch, pos = step % t->steps_per_epoch;
 		uint64_t ticket = atomic_load(&t->ckpt_requested);
@@ -334,9 +340,11 @@ train_main(void *arg)
 		pthread_mutex_lock(&t->mu);
 		train_set_step(&t->prog, &sr);
 		pthread_mutex_unlock(&t->mu);
-		if (t->notify != NULL && now - last_notify >= TRAIN_NOTIFY_INTERVAL) {
+		if (t->hooks.step != NULL)
+			t->hooks.step(t->hooks.arg);
+		if (t->hooks.notify != NULL && now - last_notify >= TRAIN_NOTIFY_INTERVAL) {
 			last_notify = now;
-			t->notify(t->notify_arg);
+			t->hooks.notify(t->hooks.arg);
 		}
 
 		if ((cfg->eval_every > 0 && step % (uint64_t)cfg->eval_every == 0) ||

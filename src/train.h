@@ -40,12 +40,20 @@ struct train_progress {
 
 struct trainer;
 
+/* Calls from the trainer thread to its owner; each must be cheap and
+ * thread-safe (the daemon's do uv_async_send). */
+struct train_hooks {
+	void (*notify)(void *arg);   /* progress worth showing (<= 4/s) */
+	void (*step)(void *arg);     /* after every step (may be NULL) */
+	void *arg;
+};
+
 /* The trainer borrows cfg, m and the data sets (they outlive it); idx is
- * this peer's shard. start_step > 0 resumes mid-way (see ckpt). notify is
- * called from the trainer thread whenever progress is worth showing. */
+ * this peer's shard. start_step > 0 continues mid-way (from a checkpoint
+ * or a model pulled from donors) and evaluates before the first step. */
 int train_new(const struct config *cfg, struct model *m, const struct data_set *train,
     const size_t *idx, size_t n, const struct data_set *test, uint64_t start_step,
-    void (*notify)(void *), void *notify_arg, struct trainer **out, struct errbuf *err);
+    const struct train_hooks *hooks, struct trainer **out, struct errbuf *err);
 int train_start(struct trainer *t, struct errbuf *err);
 void train_get_progress(struct trainer *t, struct train_progress *p);
 /* Returns the request's ticket: the checkpoint is done when
