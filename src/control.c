@@ -26,6 +26,8 @@
 
 #define CONTROL_MAX_CLIENTS 256
 #define CONTROL_MAX_WATCH_QUEUE (256 * 1024)
+/* How long a closing server lets clients drain their replies. */
+#define CONTROL_DRAIN_MS 2000
 
 struct control_client {
 	uv_pipe_t pipe;           /* pipe.data points back here */
@@ -41,14 +43,16 @@ struct control_client {
 struct control {
 	uv_loop_t *loop;
 	uv_pipe_t listener;
+	uv_timer_t closer;        /* runs the close one loop turn later */
 	char *path;
 	control_handler_fn fn;
 	void *arg;
 	struct control_client *clients;
 	int nclients;
 	uint64_t next_id;
-	int open_handles;         /* listener + clients not yet closed */
+	int open_handles;         /* listener, closer, clients not yet closed */
 	int closing;
+	int draining;             /* clients are being shut down */
 	char rbuf[16384];
 };
 
@@ -78,6 +82,8 @@ control_maybe_free(struct control *ctl)
 	}
 }
 
+static void control_handle_closed(uv_handle_t *h);
+
 static void
 control_client_closed(uv_handle_t *h)
 {
@@ -87,6 +93,9 @@ control_client_closed(uv_handle_t *h)
 	free(cl->line);
 	free(cl);
 	ctl->open_handles--;
+	/* The last client drained: no need to wait out the deadline. */
+	if (ctl->draining && ctl->clients == NULL && !uv_is_closing((uv_handle_t *)&ctl->closer))
+		uv_close((uv_handle_t *)&ctl->closer, control_handle_closed);
 	control_maybe_free(ctl);
 }
 
@@ -449,7 +458,9 @@ control_open(uv_loop_t *loop, const char *path, control_handler_fn fn, void *arg
 	ctl->path = xstrdup(path);
 	uv_pipe_init(loop, &ctl->listener, 0);
 	ctl->listener.data = ctl;
-	ctl->open_handles = 1;
+	uv_timer_init(loop, &ctl->closer);
+	ctl->closer.data = ctl;
+	ctl->open_handles = 2;
 	/* The socket is born 0600: no window in which others may connect. */
 	old = umask(0177);
 	rc = uv_pipe_bind(&ctl->listener, path);
@@ -467,12 +478,51 @@ control_open(uv_loop_t *loop, const char *path, control_handler_fn fn, void *arg
 }
 
 static void
-control_listener_closed(uv_handle_t *h)
+control_handle_closed(uv_handle_t *h)
 {
 	struct control *ctl = h->data;
 
 	ctl->open_handles--;
 	control_maybe_free(ctl);
+}
+
+/* Clients that did not drain in time are closed with what is queued. */
+static void
+control_close_stragglers(uv_timer_t *t)
+{
+	struct control *ctl = t->data;
+
+	while (ctl->clients != NULL)
+		control_client_close(ctl->clients);
+	if (!uv_is_closing((uv_handle_t *)&ctl->closer))
+		uv_close((uv_handle_t *)&ctl->closer, control_handle_closed);
+}
+
+/* One loop turn after control_close: a handler that closed the server
+ * (leave) has had its reply queued by then, and shutting each client down
+ * (rather than closing it) flushes what is queued. */
+static void
+control_close_now(uv_timer_t *t)
+{
+	struct control *ctl = t->data;
+	struct control_client *cl, *next;
+
+	ctl->draining = 1;
+	for (cl = ctl->clients; cl != NULL; cl = next) {
+		uv_shutdown_t *req = xmalloc(sizeof(*req));
+
+		next = cl->next;
+		uv_read_stop((uv_stream_t *)&cl->pipe);
+		if (uv_shutdown(req, (uv_stream_t *)&cl->pipe, control_shutdown_done) < 0) {
+			free(req);
+			control_client_close(cl);
+		}
+	}
+	uv_close((uv_handle_t *)&ctl->listener, control_handle_closed);
+	if (ctl->clients == NULL)
+		uv_close((uv_handle_t *)&ctl->closer, control_handle_closed);
+	else
+		uv_timer_start(&ctl->closer, control_close_stragglers, CONTROL_DRAIN_MS, 0);
 }
 
 void
@@ -483,7 +533,5 @@ control_close(struct control *ctl)
 	ctl->closing = 1;
 	if (ctl->path[0] != '\0')
 		unlink(ctl->path);
-	while (ctl->clients)
-		control_client_close(ctl->clients);
-	uv_close((uv_handle_t *)&ctl->listener, control_listener_closed);
+	uv_timer_start(&ctl->closer, control_close_now, 0, 0);
 }
