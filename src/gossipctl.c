@@ -51,7 +51,9 @@ ctl_usage(FILE *f)
 	    "  checkpoint        write a checkpoint now and print its path\n"
 	    "  leave             stop the peer cleanly (final checkpoint, exit 0)\n"
 	    "  set KEY VALUE     change a runtime-tunable key (log_level, probe_interval,\n"
-	    "                    probe_timeout, suspicion_timeout)\n"
+	    "                    probe_timeout, suspicion_timeout, density, values,\n"
+	    "                    mask_block, interval, select, bw_ratio, stale_after,\n"
+	    "                    exchange_timeout)\n"
 	    "  keygen FILE       write a new 32-byte job key to FILE (mode 0600)\n"
 	    "\nOptions:\n"
 	    "  -s, --socket PATH  control socket (default: /tmp/gossipd-UID/JOB.sock)\n"
@@ -265,8 +267,8 @@ ctl_print_peers(json_t *reply)
 	json_t *list = json_object_get(reply, "peers"), *p;
 	size_t i;
 
-	printf("%-16s %-22s %-7s %-14s %8s %10s %8s\n", "ID", "ADDRESS", "STATE",
-	    "INCARNATION", "RTT_MS", "BANDWIDTH", "LAST_S");
+	printf("%-16s %-22s %-7s %-14s %8s %10s %8s %7s %7s\n", "ID", "ADDRESS", "STATE",
+	    "INCARNATION", "RTT_MS", "BANDWIDTH", "LAST_S", "PICKED", "EXCH");
 	json_array_foreach(list, i, p) {
 		json_t *rtt = json_object_get(p, "rtt");
 		json_t *bw = json_object_get(p, "bandwidth");
@@ -279,12 +281,14 @@ ctl_print_peers(json_t *reply)
 			snprintf(bws, sizeof(bws), "%.3g", json_number_value(bw));
 		if (json_is_number(last))
 			snprintf(lasts, sizeof(lasts), "%.1f", json_number_value(last));
-		printf("%-16s %-22s %-7s %-14lld %8s %10s %8s%s\n",
+		printf("%-16s %-22s %-7s %-14lld %8s %10s %8s %7lld %7lld%s\n",
 		    json_string_value(json_object_get(p, "id")),
 		    json_string_value(json_object_get(p, "addr")),
 		    json_string_value(json_object_get(p, "state")),
 		    (long long)json_integer_value(json_object_get(p, "incarnation")),
 		    rtts, bws, lasts,
+		    (long long)json_integer_value(json_object_get(p, "selected")),
+		    (long long)json_integer_value(json_object_get(p, "exchanges")),
 		    json_is_true(json_object_get(p, "self")) ? "  (this peer)" : "");
 	}
 }
