@@ -217,17 +217,23 @@ static void
 ctl_print_progress(json_t *o, int tty)
 {
 	double acc = ctl_num(o, "accuracy");
-	char accs[16];
+	json_t *dist = json_object_get(o, "consensus_distance");
+	char accs[16], gossip[64] = "";
 
 	if (acc < 0)
 		snprintf(accs, sizeof(accs), "-");
 	else
 		snprintf(accs, sizeof(accs), "%.4f", acc);
-	printf("%s%-8s step %7.0f/%-7.0f epoch %3.0f  loss %.4f  acc %s  lr %.4f  %6.0f samples/s  %5.0fs%s",
+	/* Peers in a job also show how they mix and what it costs. */
+	if (json_is_number(dist) || ctl_num(o, "members") > 1)
+		snprintf(gossip, sizeof(gossip), "  peers %.0f  exch %.0f  dist %.4f  sent %.1fMB",
+		    ctl_num(o, "members"), ctl_num(o, "exchanges"), json_number_value(dist),
+		    ctl_num(o, "bytes_sent") / 1e6);
+	printf("%s%-8s step %6.0f/%-6.0f ep %3.0f  loss %.4f  acc %s  lr %.4f  %6.0f/s  %4.0fs%s%s",
 	    tty ? "\r" : "", json_string_value(json_object_get(o, "state")),
 	    ctl_num(o, "step"), ctl_num(o, "total_steps"), ctl_num(o, "epoch"),
 	    ctl_num(o, "loss"), accs, ctl_num(o, "lr"), ctl_num(o, "samples_per_s"),
-	    ctl_num(o, "elapsed"), tty ? "\033[K" : "\n");
+	    ctl_num(o, "elapsed"), gossip, tty ? "\033[K" : "\n");
 	fflush(stdout);
 }
 

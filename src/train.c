@@ -168,13 +168,14 @@ train_set_eval(struct train_progress *p, const void *arg)
 	p->eval_step = e->step;
 }
 
+/* full: the whole test set, whatever eval_samples says (final figures). */
 static int
-train_evaluate(struct trainer *t, uint64_t step)
+train_evaluate(struct trainer *t, uint64_t step, int full)
 {
 	struct train_eval_result e = { 0, step, 0, 0 };
 	size_t n = t->test->n;
 
-	if (t->cfg->eval_samples > 0 && t->cfg->eval_samples < n)
+	if (!full && t->cfg->eval_samples > 0 && t->cfg->eval_samples < n)
 		n = t->cfg->eval_samples;
 	e.rc = model_evaluate(t->m, t->test->x, t->test->y, n, &e.loss, &e.accuracy);
 	if (e.rc < 0)
@@ -290,18 +291,17 @@ train_main(void *arg)
 	const struct config *cfg = t->cfg;
 	struct sgd_hparams h = { 0, (float)cfg->momentum, (float)cfg->weight_decay };
 	uint64_t step = t->start_step, shuffled_epoch = UINT64_MAX, ckpt_ticket_done = 0;
-	uint64_t window_step = step, last_eval = UINT64_MAX, last_ckpt = UINT64_MAX;
+	uint64_t window_step = step, last_ckpt = UINT64_MAX;
 	double t0 = util_now(), window_t = t0, last_notify = 0, sps = 0;
 	enum train_state st;
 	int first = 1, rc;
 
 	/* Show at once what a resumed or pulled model is worth. */
 	if (step > 0 && step < t->total_steps) {
-		if ((rc = train_evaluate(t, step)) < 0) {
+		if ((rc = train_evaluate(t, step, 0)) < 0) {
 			train_fail(t, "evaluation", rc);
 			return NULL;
 		}
-		last_eval = step;
 	}
 	while (step < t->total_steps && !atomic_load(&t->stop)) {
 		uint64_t epoch = step / t->steps_per_epoch, pos = step % t->steps_per_epoch;
@@ -349,11 +349,10 @@ train_main(void *arg)
 
 		if ((cfg->eval_every > 0 && step % (uint64_t)cfg->eval_every == 0) ||
 		    (cfg->eval_every == 0 && step % t->steps_per_epoch == 0)) {
-			if ((rc = train_evaluate(t, step)) < 0) {
+			if ((rc = train_evaluate(t, step, 0)) < 0) {
 				train_fail(t, "evaluation", rc);
 				return NULL;
 			}
-			last_eval = step;
 		}
 		if (ticket > ckpt_ticket_done ||
 		    (cfg->checkpoint_dir != NULL &&
@@ -369,7 +368,7 @@ train_main(void *arg)
 		st = TRAIN_LEAVING;
 		train_publish(t, train_set_state, &st);
 	}
-	if (last_eval != step && (rc = train_evaluate(t, step)) < 0) {
+	if ((rc = train_evaluate(t, step, 1)) < 0) {
 		train_fail(t, "evaluation", rc);
 		return NULL;
 	}
