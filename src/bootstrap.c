@@ -1,7 +1,10 @@
 /*
- * bootstrap: see bootstrap.h. Requests carry an id (chunk index plus a
- * generation that grows with every re-ask), so a late answer to a request
- * that was already given to another donor is recognised and dropped.
+ * bootstrap: see bootstrap.h. A request id names the chunk (low 24 bits),
+ * the donor (next 8) and the generation of that chunk's requests (high
+ * 32), so a late answer to a request already given up on is recognised
+ * and dropped. Answers are summed into the model buffer as they arrive and
+ * divided by their number when the chunk's last donor has answered, failed
+ * or timed out.
  */
 #include "bootstrap.h"
 
@@ -15,12 +18,16 @@
 #include "log.h"
 #include "wire.h"
 
+/* Per chunk and donor: where that request stands. */
+enum { ASK_NONE, ASK_PENDING, ASK_ANSWERED, ASK_FAILED };
+
 struct bootstrap_chunk {
 	size_t off, len;
-	int donor;           /* index into donors, -1 when not asked */
-	uint32_t gen;        /* bumps on every (re)request */
-	int have;
+	uint32_t gen;             /* bumps when the chunk is asked again */
+	uint8_t ask[BOOTSTRAP_MAX_DONORS];
 	double deadline;
+	unsigned answers;         /* values summed so far */
+	int have;                 /* averaged and final */
 };
 
 struct bootstrap_donor {
@@ -32,14 +39,15 @@ struct bootstrap {
 	size_t d;
 	double timeout;
 	struct bootstrap_ops ops;
-	float *x;
+	float *x;                 /* sums, then averages */
+	float *tmp;               /* one chunk's values, aligned */
 	struct bootstrap_chunk *chunks;
 	size_t nchunks, have;
 	struct bootstrap_donor donors[BOOTSTRAP_MAX_DONORS];
-	int ndonors, next_donor;
+	int ndonors;
 	uint64_t step;
 	int failed;
-	uint64_t requests, reasks, refused, stale, malformed;
+	uint64_t requests, reasks, refused, timeouts, stale, malformed;
 };
 
 int
@@ -53,9 +61,10 @@ bootstrap_new(size_t d, double timeout, const struct bootstrap_ops *ops, struct 
 	b->timeout = timeout;
 	b->ops = *ops;
 	b->nchunks = (d + GOSSIP_CHUNK_FLOATS - 1) / GOSSIP_CHUNK_FLOATS;
-	b->x = malloc(d * sizeof(float));
+	b->x = calloc(d, sizeof(float));
+	b->tmp = malloc(GOSSIP_CHUNK_FLOATS * sizeof(float));
 	b->chunks = calloc(b->nchunks, sizeof(*b->chunks));
-	if (b->x == NULL || b->chunks == NULL) {
+	if (b->x == NULL || b->tmp == NULL || b->chunks == NULL || b->nchunks >= 1u << 24) {
 		bootstrap_free(b);
 		return -ENOMEM;
 	}
@@ -63,7 +72,6 @@ bootstrap_new(size_t d, double timeout, const struct bootstrap_ops *ops, struct 
 		b->chunks[i].off = i * GOSSIP_CHUNK_FLOATS;
 		b->chunks[i].len = i + 1 < b->nchunks ? GOSSIP_CHUNK_FLOATS :
 		    d - i * GOSSIP_CHUNK_FLOATS;
-		b->chunks[i].donor = -1;
 	}
 	*out = b;
 	return 0;
@@ -75,44 +83,62 @@ bootstrap_free(struct bootstrap *b)
 	if (b == NULL)
 		return;
 	free(b->x);
+	free(b->tmp);
 	free(b->chunks);
 	free(b);
 }
 
-/* The next donor still standing, round-robin; -1 when none is. */
-static int
-bootstrap_next_donor(struct bootstrap *b, int avoid)
-{
-	for (int k = 0; k < b->ndonors; k++) {
-		int i = (b->next_donor + k) % b->ndonors;
-
-		if (!b->donors[i].failed && (i != avoid || b->ndonors == 1)) {
-			b->next_donor = (i + 1) % b->ndonors;
-			return i;
-		}
-	}
-	return -1;
-}
-
+/* Ask every donor still standing for chunk ci, under a new generation. */
 static void
-bootstrap_ask(struct bootstrap *b, size_t ci, double now, int avoid)
+bootstrap_ask(struct bootstrap *b, size_t ci, double now)
 {
 	struct bootstrap_chunk *c = &b->chunks[ci];
 	uint8_t req[GOSSIP_PULL_SIZE];
-	int di = bootstrap_next_donor(b, avoid);
+	int asked = 0;
 
-	if (di < 0) {
-		b->failed = 1;
-		return;
-	}
-	c->donor = di;
 	c->gen++;
 	c->deadline = now + b->timeout;
-	gossip_pull_encode(req, (uint64_t)c->gen << 32 | ci, c->off, c->len);
-	b->requests++;
-	if (b->ops.send(b->ops.arg, b->donors[di].addr, GOSSIP_T_PULL, req, sizeof(req), NULL,
-	    NULL) < 0)
-		c->deadline = now;	/* re-asked at the next tick */
+	for (int di = 0; di < b->ndonors; di++) {
+		c->ask[di] = ASK_NONE;
+		if (b->donors[di].failed)
+			continue;
+		gossip_pull_encode(req, (uint64_t)c->gen << 32 | (uint64_t)di << 24 | ci, c->off,
+		    c->len);
+		b->requests++;
+		if (b->ops.send(b->ops.arg, b->donors[di].addr, GOSSIP_T_PULL, req, sizeof(req),
+		    NULL, NULL) < 0) {
+			c->ask[di] = ASK_FAILED;
+			continue;
+		}
+		c->ask[di] = ASK_PENDING;
+		asked++;
+	}
+	if (asked == 0)
+		b->failed = 1;
+}
+
+/* The chunk is settled when no request of it is pending: average what
+ * came, or ask again if nothing did. */
+static void
+bootstrap_settle(struct bootstrap *b, size_t ci, double now)
+{
+	struct bootstrap_chunk *c = &b->chunks[ci];
+	float inv;
+
+	for (int di = 0; di < b->ndonors; di++) {
+		if (c->ask[di] == ASK_PENDING)
+			return;
+	}
+	if (c->answers == 0) {
+		b->reasks++;
+		bootstrap_ask(b, ci, now);
+		return;
+	}
+	inv = 1.0f / (float)c->answers;
+	for (size_t i = 0; i < c->len; i++)
+		b->x[c->off + i] *= inv;
+	c->have = 1;
+	b->have++;
 }
 
 int
@@ -142,7 +168,7 @@ bootstrap_start(struct bootstrap *b, double now, const char *const *members, siz
 	}
 	free(order);
 	for (size_t i = 0; i < b->nchunks; i++)
-		bootstrap_ask(b, i, now, -1);
+		bootstrap_ask(b, i, now);
 	return 0;
 }
 
@@ -153,48 +179,52 @@ bootstrap_recv(struct bootstrap *b, double now, const char *from, const uint8_t 
 	struct gossip_chunk gc;
 	struct bootstrap_chunk *c;
 	size_t ci;
+	int di;
 
 	if (gossip_chunk_decode(buf, len, &gc) < 0) {
 		b->malformed++;
 		return;
 	}
-	ci = (size_t)(gc.id & 0xffffffffu);
-	if (ci >= b->nchunks) {
+	ci = (size_t)(gc.id & 0xffffff);
+	di = (int)((gc.id >> 24) & 0xff);
+	if (ci >= b->nchunks || di >= b->ndonors) {
 		b->malformed++;
 		return;
 	}
 	c = &b->chunks[ci];
-	if (c->have || (uint32_t)(gc.id >> 32) != c->gen || c->donor < 0 ||
-	    strcmp(from, b->donors[c->donor].addr) != 0) {
+	if (c->have || (uint32_t)(gc.id >> 32) != c->gen || c->ask[di] != ASK_PENDING ||
+	    strcmp(from, b->donors[di].addr) != 0) {
 		b->stale++;
 		return;
 	}
 	if (gc.status < 0 || gc.off != c->off || gc.len != c->len) {
 		b->refused++;
-		b->reasks++;
-		bootstrap_ask(b, ci, now, c->donor);
-		return;
+		c->ask[di] = ASK_FAILED;
+	} else {
+		memcpy(b->tmp, gc.values, c->len * sizeof(float));
+		for (size_t i = 0; i < c->len; i++)
+			b->x[c->off + i] += b->tmp[i];
+		c->answers++;
+		c->ask[di] = ASK_ANSWERED;
+		if (gc.step > b->step)
+			b->step = gc.step;
 	}
-	memcpy(b->x + c->off, gc.values, c->len * sizeof(float));
-	c->have = 1;
-	b->have++;
-	if (gc.step > b->step)
-		b->step = gc.step;
+	bootstrap_settle(b, ci, now);
 }
 
 void
 bootstrap_donor_down(struct bootstrap *b, double now, const char *addr)
 {
-	for (int i = 0; i < b->ndonors; i++) {
-		if (strcmp(b->donors[i].addr, addr) != 0 || b->donors[i].failed)
+	for (int di = 0; di < b->ndonors; di++) {
+		if (strcmp(b->donors[di].addr, addr) != 0 || b->donors[di].failed)
 			continue;
-		log_info("bootstrap: donor %s is gone; asking the others", addr);
-		b->donors[i].failed = 1;
-		for (size_t ci = 0; ci < b->nchunks; ci++) {
-			if (!b->chunks[ci].have && b->chunks[ci].donor == i) {
-				b->reasks++;
-				bootstrap_ask(b, ci, now, i);
-			}
+		log_info("bootstrap: donor %s is gone; the others make up for it", addr);
+		b->donors[di].failed = 1;
+		for (size_t ci = 0; ci < b->nchunks && !b->failed; ci++) {
+			if (b->chunks[ci].have || b->chunks[ci].ask[di] != ASK_PENDING)
+				continue;
+			b->chunks[ci].ask[di] = ASK_FAILED;
+			bootstrap_settle(b, ci, now);
 		}
 	}
 }
@@ -207,13 +237,18 @@ bootstrap_tick(struct bootstrap *b, double now)
 	for (size_t ci = 0; ci < b->nchunks && !b->failed; ci++) {
 		struct bootstrap_chunk *c = &b->chunks[ci];
 
-		if (c->have || c->donor < 0)
+		if (c->have)
 			continue;
 		if (now >= c->deadline) {
-			b->reasks++;
-			bootstrap_ask(b, ci, now, c->donor);
+			for (int di = 0; di < b->ndonors; di++) {
+				if (c->ask[di] == ASK_PENDING) {
+					c->ask[di] = ASK_FAILED;
+					b->timeouts++;
+				}
+			}
+			bootstrap_settle(b, ci, now);
 		}
-		if (next < 0 || c->deadline < next)
+		if (!c->have && (next < 0 || c->deadline < next))
 			next = c->deadline;
 	}
 	return b->failed ? -1 : next;
@@ -243,6 +278,12 @@ bootstrap_step(const struct bootstrap *b)
 	return b->step;
 }
 
+const char *
+bootstrap_donor(const struct bootstrap *b, int i)
+{
+	return i >= 0 && i < b->ndonors ? b->donors[i].addr : NULL;
+}
+
 int
 bootstrap_stats_json(const struct bootstrap *b, json_t *obj)
 {
@@ -251,9 +292,9 @@ bootstrap_stats_json(const struct bootstrap *b, json_t *obj)
 	for (int i = 0; i < b->ndonors; i++)
 		json_array_append_new(donors, json_string(b->donors[i].addr));
 	return json_object_set_new(obj, "bootstrap", json_pack(
-	    "{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "donors", donors,
+	    "{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "donors", donors,
 	    "chunks", (json_int_t)b->nchunks, "received", (json_int_t)b->have,
 	    "requests", (json_int_t)b->requests, "reasked", (json_int_t)b->reasks,
-	    "refused", (json_int_t)b->refused, "stale", (json_int_t)b->stale,
-	    "step", (json_int_t)b->step, "failed", b->failed));
+	    "refused", (json_int_t)b->refused, "timeouts", (json_int_t)b->timeouts,
+	    "stale", (json_int_t)b->stale, "step", (json_int_t)b->step, "failed", b->failed));
 }

@@ -1,12 +1,19 @@
 /*
- * bootstrap: how a joiner gets the model of a running job. The model is
- * cut into chunks of at most GOSSIP_CHUNK_FLOATS, and the chunks are dealt
- * round-robin to up to BOOTSTRAP_MAX_DONORS donors picked at random among
- * the live members (so joiners arriving together spread over the job
- * rather than all pulling from one peer). All requests go out at once; a
- * chunk whose donor fails, refuses or misses the deadline is asked again
- * from another donor. When every chunk is in, the joiner adopts the
- * highest step any donor reported, and with it the learning-rate position.
+ * bootstrap: how a joiner gets the model of a running job. It picks up to
+ * BOOTSTRAP_MAX_DONORS donors at random among the live members (so joiners
+ * arriving together spread over the job rather than all pulling from one
+ * peer), asks every donor for every chunk of at most GOSSIP_CHUNK_FLOATS
+ * at once, and averages the answers chunk by chunk. A donor that fails,
+ * refuses or misses the deadline simply contributes nothing to a chunk;
+ * a chunk nobody answered is asked again from the donors still standing.
+ * When every chunk is in, the joiner adopts the highest step any donor
+ * reported, and with it the learning-rate position.
+ *
+ * Why average rather than pull disjoint ranges from each donor: peers'
+ * models differ (at 1% density by ~40% of the weights' RMS), and a model
+ * stitched from disjoint pieces of three of them scored ~3 points below
+ * its donors, while their average scores within half a point. It costs
+ * the donors' count times the model in traffic, once per join.
  *
  * Like gossip and member it does no I/O and reads no clock.
  */
@@ -48,6 +55,8 @@ int bootstrap_failed(const struct bootstrap *b);
 /* Valid once done: the pulled parameters (d floats) and the step. */
 const float *bootstrap_params(const struct bootstrap *b);
 uint64_t bootstrap_step(const struct bootstrap *b);
+/* Donor i's address, NULL past the last one. */
+const char *bootstrap_donor(const struct bootstrap *b, int i);
 int bootstrap_stats_json(const struct bootstrap *b, json_t *obj);
 
 #endif

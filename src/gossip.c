@@ -10,8 +10,10 @@
  *
  * The responder rebuilds the mask from the REQ's own parameters, so the
  * two sides agree even while `gossipctl set density` is changing one of
- * them. Scratch buffers grow to the largest exchange and are reused: no
- * allocation per exchange once warm.
+ * them. Each role (the exchange this peer started, and answering others)
+ * has its own scratch buffers, grown to the largest exchange and reused:
+ * no allocation per exchange once warm, and serving a pull while an own
+ * exchange is in flight cannot clobber the mask that exchange will need.
  */
 #include "gossip.h"
 
@@ -37,6 +39,15 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 enum { REPLY_OK, REPLY_BUSY, REPLY_REFUSED };
 
+/* Buffers of one role; they grow to the largest exchange and stay. */
+struct gossip_scratch {
+	struct mask mask;
+	float *mine, *theirs;     /* count floats each */
+	size_t vcap;
+	uint8_t *wire;            /* an encoded message */
+	size_t wcap;
+};
+
 struct gossip {
 	struct gossip_params p;
 	struct model *m;
@@ -50,11 +61,8 @@ struct gossip {
 	double start, deadline;
 	size_t req_bytes;
 
-	struct mask mask;
-	float *mine, *theirs;     /* count floats each */
-	size_t vcap;
-	uint8_t *wire;            /* an encoded message */
-	size_t wcap;
+	struct gossip_scratch own;    /* the exchange this peer initiated */
+	struct gossip_scratch serve;  /* answering someone else's */
 
 	double distance;
 	uint64_t initiated, ok, busy_in, failed, timeouts, served, busy_out, refused;
@@ -125,15 +133,22 @@ gossip_new(const struct gossip_params *p, struct model *m, const struct gossip_o
 	return 0;
 }
 
+static void
+gossip_scratch_free(struct gossip_scratch *sc)
+{
+	mask_free(&sc->mask);
+	free(sc->mine);
+	free(sc->theirs);
+	free(sc->wire);
+}
+
 void
 gossip_free(struct gossip *g)
 {
 	if (g == NULL)
 		return;
-	mask_free(&g->mask);
-	free(g->mine);
-	free(g->theirs);
-	free(g->wire);
+	gossip_scratch_free(&g->own);
+	gossip_scratch_free(&g->serve);
 	free(g);
 }
 
@@ -168,28 +183,28 @@ gossip_consensus_distance(const struct gossip *g)
 }
 
 static int
-gossip_reserve(struct gossip *g, size_t count, size_t wire_bytes)
+gossip_reserve(struct gossip_scratch *sc, size_t count, size_t wire_bytes)
 {
-	if (count > g->vcap) {
-		float *a = realloc(g->mine, count * sizeof(float));
+	if (count > sc->vcap) {
+		float *a = realloc(sc->mine, count * sizeof(float));
 		float *b;
 
 		if (a == NULL)
 			return -ENOMEM;
-		g->mine = a;
-		b = realloc(g->theirs, count * sizeof(float));
+		sc->mine = a;
+		b = realloc(sc->theirs, count * sizeof(float));
 		if (b == NULL)
 			return -ENOMEM;
-		g->theirs = b;
-		g->vcap = count;
+		sc->theirs = b;
+		sc->vcap = count;
 	}
-	if (wire_bytes > g->wcap) {
-		uint8_t *w = realloc(g->wire, wire_bytes);
+	if (wire_bytes > sc->wcap) {
+		uint8_t *w = realloc(sc->wire, wire_bytes);
 
 		if (w == NULL)
 			return -ENOMEM;
-		g->wire = w;
-		g->wcap = wire_bytes;
+		sc->wire = w;
+		sc->wcap = wire_bytes;
 	}
 	return 0;
 }
@@ -224,12 +239,12 @@ gossip_values_get(float *v, const uint8_t *in, size_t n, enum gossip_values fmt)
 }
 
 static void
-gossip_note_distance(struct gossip *g, size_t n)
+gossip_note_distance(struct gossip *g, const struct gossip_scratch *sc, size_t n)
 {
 	double sum = 0, rms;
 
 	for (size_t i = 0; i < n; i++) {
-		double e = (double)g->mine[i] - (double)g->theirs[i];
+		double e = (double)sc->mine[i] - (double)sc->theirs[i];
 
 		sum += e * e;
 	}
@@ -238,12 +253,12 @@ gossip_note_distance(struct gossip *g, size_t n)
 }
 
 static int
-gossip_build_mask(struct gossip *g, enum gossip_mode mode, uint64_t nonce, double density,
-    size_t block)
+gossip_build_mask(struct gossip *g, struct gossip_scratch *sc, enum gossip_mode mode,
+    uint64_t nonce, double density, size_t block)
 {
 	if (mode == GOSSIP_DENSE)
-		return mask_dense(&g->mask, g->m->d);
-	return mask_build(&g->mask, g->p.seed, nonce, g->m->d, density, block);
+		return mask_dense(&sc->mask, g->m->d);
+	return mask_build(&sc->mask, g->p.seed, nonce, g->m->d, density, block);
 }
 
 static void
@@ -283,14 +298,14 @@ gossip_start(struct gossip *g, double now, const char *addr)
 	if (g->active || !g->ready)
 		return -EBUSY;
 	randombytes_buf(&nonce, sizeof(nonce));
-	if ((rc = gossip_build_mask(g, g->p.mode, nonce, g->p.density, g->p.block)) < 0)
+	if ((rc = gossip_build_mask(g, &g->own, g->p.mode, nonce, g->p.density, g->p.block)) < 0)
 		return rc;
-	len = GOSSIP_REQ_HEADER + g->mask.count * vs;
-	if ((rc = gossip_reserve(g, g->mask.count, len)) < 0)
+	len = GOSSIP_REQ_HEADER + g->own.mask.count * vs;
+	if ((rc = gossip_reserve(&g->own, g->own.mask.count, len)) < 0)
 		return rc;
-	if ((rc = model_gather(g->m, g->mask.r, g->mask.n, g->mine)) < 0)
+	if ((rc = model_gather(g->m, g->own.mask.r, g->own.mask.n, g->own.mine)) < 0)
 		return rc;
-	w = g->wire;
+	w = g->own.wire;
 	memset(w, 0, GOSSIP_REQ_HEADER);
 	w[0] = GOSSIP_VERSION;
 	w[1] = (uint8_t)g->p.mode;
@@ -298,11 +313,11 @@ gossip_start(struct gossip *g, double now, const char *addr)
 	wire_put_u32(w + 4, (uint32_t)g->p.block);
 	wire_put_u64(w + 8, nonce);
 	wire_put_u64(w + 16, g->m->d);
-	wire_put_u64(w + 24, g->mask.count);
+	wire_put_u64(w + 24, g->own.mask.count);
 	memcpy(&bits, &g->p.density, sizeof(bits));
 	wire_put_u64(w + 32, bits);
 	wire_put_u64(w + 40, g->ops.step(g->ops.arg));
-	gossip_values_put(w + GOSSIP_REQ_HEADER, g->mine, g->mask.count, g->p.values);
+	gossip_values_put(w + GOSSIP_REQ_HEADER, g->own.mine, g->own.mask.count, g->p.values);
 
 	ctx = malloc(sizeof(*ctx));
 	if (ctx == NULL)
@@ -376,26 +391,26 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 	}
 	/* Another model, or a mask we would not rebuild identically. */
 	if (d != g->m->d || (mode == GOSSIP_SAPS && (!(density > 0 && density <= 1) ||
-	    block == 0)) || gossip_build_mask(g, mode, nonce, density, block) < 0 ||
-	    g->mask.count != count) {
+	    block == 0)) || gossip_build_mask(g, &g->serve, mode, nonce, density, block) < 0 ||
+	    g->serve.mask.count != count) {
 		g->refused++;
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
 	}
 	rlen = GOSSIP_REPLY_HEADER + count * vs;
-	if (gossip_reserve(g, count, rlen) < 0 ||
-	    model_gather(g->m, g->mask.r, g->mask.n, g->mine) < 0) {
+	if (gossip_reserve(&g->serve, count, rlen) < 0 ||
+	    model_gather(g->m, g->serve.mask.r, g->serve.mask.n, g->serve.mine) < 0) {
 		g->refused++;
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
 	}
-	gossip_values_get(g->theirs, buf + GOSSIP_REQ_HEADER, count, fmt);
-	if (model_average_in(g->m, g->mask.r, g->mask.n, g->theirs) < 0) {
+	gossip_values_get(g->serve.theirs, buf + GOSSIP_REQ_HEADER, count, fmt);
+	if (model_average_in(g->m, g->serve.mask.r, g->serve.mask.n, g->serve.theirs) < 0) {
 		g->refused++;
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
 	}
-	w = g->wire;
+	w = g->serve.wire;
 	memset(w, 0, GOSSIP_REPLY_HEADER);
 	w[0] = GOSSIP_VERSION;
 	w[1] = REPLY_OK;
@@ -403,9 +418,9 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 	wire_put_u64(w + 8, nonce);
 	wire_put_u64(w + 16, count);
 	wire_put_u64(w + 24, g->ops.step(g->ops.arg));
-	gossip_values_put(w + GOSSIP_REPLY_HEADER, g->mine, count, fmt);
+	gossip_values_put(w + GOSSIP_REPLY_HEADER, g->serve.mine, count, fmt);
 	g->ops.send(g->ops.arg, from, GOSSIP_T_REPLY, w, rlen, NULL, NULL);
-	gossip_note_distance(g, count);
+	gossip_note_distance(g, &g->serve, count);
 	g->served++;
 }
 
@@ -433,20 +448,20 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 	}
 	count = wire_get_u64(buf + 16);
 	if (buf[1] == REPLY_REFUSED || buf[2] != (uint8_t)g->p.values ||
-	    count != g->mask.count || len != GOSSIP_REPLY_HEADER + count * vs) {
+	    count != g->own.mask.count || len != GOSSIP_REPLY_HEADER + count * vs) {
 		if (buf[1] != REPLY_REFUSED)
 			g->malformed++;
 		g->failed++;
 		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes + len);
 		return;
 	}
-	gossip_values_get(g->theirs, buf + GOSSIP_REPLY_HEADER, count, g->p.values);
-	if (model_average_in(g->m, g->mask.r, g->mask.n, g->theirs) < 0) {
+	gossip_values_get(g->own.theirs, buf + GOSSIP_REPLY_HEADER, count, g->p.values);
+	if (model_average_in(g->m, g->own.mask.r, g->own.mask.n, g->own.theirs) < 0) {
 		g->failed++;
 		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes + len);
 		return;
 	}
-	gossip_note_distance(g, count);
+	gossip_note_distance(g, &g->own, count);
 	g->ok++;
 	gossip_finish(g, now, GOSSIP_OK, g->req_bytes + len);
 }
@@ -479,11 +494,11 @@ gossip_on_pull(struct gossip *g, const char *from, const uint8_t *buf, size_t le
 		status = -EAGAIN;
 	else if (n == 0 || n > GOSSIP_CHUNK_FLOATS || off >= g->m->d || n > g->m->d - off)
 		status = -ERANGE;
-	else if (gossip_reserve(g, n, GOSSIP_CHUNK_HEADER + n * sizeof(float)) < 0)
+	else if (gossip_reserve(&g->serve, n, GOSSIP_CHUNK_HEADER + n * sizeof(float)) < 0)
 		status = -ENOMEM;
 	if (status == 0) {
 		r = (struct model_range){ off, n };
-		status = model_gather(g->m, &r, 1, (float *)(g->wire + GOSSIP_CHUNK_HEADER));
+		status = model_gather(g->m, &r, 1, (float *)(g->serve.wire + GOSSIP_CHUNK_HEADER));
 	}
 	if (status < 0) {
 		uint8_t e[GOSSIP_CHUNK_HEADER];
@@ -495,7 +510,7 @@ gossip_on_pull(struct gossip *g, const char *from, const uint8_t *buf, size_t le
 		g->ops.send(g->ops.arg, from, GOSSIP_T_CHUNK, e, sizeof(e), NULL, NULL);
 		return;
 	}
-	w = g->wire;
+	w = g->serve.wire;
 	memset(w, 0, GOSSIP_CHUNK_HEADER);
 	wire_put_u64(w, id);
 	wire_put_u64(w + 8, off);

@@ -41,6 +41,8 @@
 #define EXIT_USAGE 2
 /* Partners tried in one round when each answers BUSY. */
 #define DAEMON_BUSY_RETRIES 2
+/* Seconds a joiner waits to know enough members to pick donors from. */
+#define DAEMON_DONOR_WAIT 1.0
 
 /* A checkpoint request waiting for the trainer. */
 struct pending_ckpt {
@@ -76,6 +78,7 @@ struct daemon {
 	struct pending_ckpt *pending;
 	int trained;                   /* the trainer reported DONE or FAILED */
 	int must_pull;                 /* a joiner without a checkpoint: pull first */
+	double joined_at;              /* when it first knew a live member */
 	int leaving;                   /* leave requested or budget spent */
 	int stopping;
 	int exit_code;
@@ -681,6 +684,7 @@ static void
 daemon_maybe_bootstrap(struct daemon *d)
 {
 	struct bootstrap_ops ops = { daemon_send, d };
+	char donors[3 * 64] = "";
 	uint64_t step;
 	size_t n;
 	int rc;
@@ -689,6 +693,12 @@ daemon_maybe_bootstrap(struct daemon *d)
 		return;
 	if (d->boot == NULL) {
 		if (!member_joined(d->member) || (n = daemon_live_peers(d)) == 0)
+			return;
+		/* The first member to answer sends its whole table a moment
+		 * later: wait for it, to pick donors among everyone. */
+		if (d->joined_at == 0)
+			d->joined_at = util_now();
+		if (n < BOOTSTRAP_MAX_DONORS && util_now() - d->joined_at < DAEMON_DONOR_WAIT)
 			return;
 		if ((rc = bootstrap_new(d->model->d, d->cfg.exchange_timeout, &ops,
 		    &d->boot)) < 0 || (rc = bootstrap_start(d->boot, util_now(), d->addrs,
@@ -713,13 +723,17 @@ daemon_maybe_bootstrap(struct daemon *d)
 		return;
 	step = bootstrap_step(d->boot);
 	rc = model_restore(d->model, bootstrap_params(d->boot), NULL);
+	for (int i = 0; bootstrap_donor(d->boot, i) != NULL; i++)
+		snprintf(donors + strlen(donors), sizeof(donors) - strlen(donors), "%s%s",
+		    i ? "," : "", bootstrap_donor(d->boot, i));
 	bootstrap_free(d->boot);
 	d->boot = NULL;
 	if (rc < 0) {
 		log_error("bootstrap: cannot load the pulled model: %s", strerror(-rc));
 		return;
 	}
-	log_info("bootstrap: model pulled; continuing from the donors' step %" PRIu64, step);
+	log_info("bootstrap: model pulled from %s; continuing from the donors' step %" PRIu64,
+	    donors, step);
 	d->must_pull = 0;
 	daemon_start_training(d, step);
 }

@@ -12,9 +12,10 @@ T=$(mktemp -d /tmp/gossipd-test.XXXXXX)
 chmod 700 "$T"
 PIDS=
 
+# KEEP_TEST_DIR=1 keeps $T (logs, sockets, checkpoints) for a post-mortem.
 cleanup() {
 	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
-	rm -rf "$T"
+	if [ -n "${KEEP_TEST_DIR:-}" ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
 
