@@ -54,6 +54,10 @@ struct fabric {
 	/* Ops the provider holds, and ops waiting for a retry. */
 	struct fabric_op	*posted;
 	struct fabric_op	*queue_head, *queue_tail;
+
+	/* Addresses to remove once the provider holds no op for them. */
+	fi_addr_t		*doomed;
+	size_t			ndoomed, doomed_cap;
 };
 
 static void on_retry(uv_timer_t *h);
@@ -188,11 +192,62 @@ fabric_post(struct fabric *f, struct fabric_op *op)
 	return 0;
 }
 
+static int
+addr_busy(const struct fabric *f, fi_addr_t addr)
+{
+	for (const struct fabric_op *op = f->posted; op != NULL; op = op->next) {
+		if (op->kind != FABRIC_OP_POOL && op->addr == addr)
+			return 1;
+	}
+	return 0;
+}
+
+static ssize_t
+doomed_find(const struct fabric *f, fi_addr_t addr)
+{
+	for (size_t i = 0; i < f->ndoomed; i++) {
+		if (f->doomed[i] == addr)
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+static void
+doomed_drop(struct fabric *f, size_t i)
+{
+	f->doomed[i] = f->doomed[--f->ndoomed];
+}
+
+static void
+av_remove_now(struct fabric *f, fi_addr_t addr)
+{
+	int rc = fi_av_remove(f->av, &addr, 1, 0);
+
+	if (rc != 0)
+		log_debug("fabric: fi_av_remove: %s", fi_strerror(-rc));
+}
+
+/* The last op for a doomed address completed: now it may go. */
+static void
+doomed_check(struct fabric *f, fi_addr_t addr)
+{
+	ssize_t i;
+
+	if (f->ndoomed == 0 || addr == FI_ADDR_UNSPEC || (i = doomed_find(f, addr)) < 0 ||
+	    addr_busy(f, addr))
+		return;
+	doomed_drop(f, (size_t)i);
+	av_remove_now(f, addr);
+}
+
 static void
 complete(struct fabric *f, struct fabric_op *op, int status, size_t len)
 {
-	if (op->where == OP_POSTED)
+	if (op->where == OP_POSTED) {
 		list_del(&f->posted, op);
+		if (op->kind != FABRIC_OP_POOL && !f->closing)
+			doomed_check(f, op->addr);
+	}
 	op->where = OP_IDLE;
 	op_release_mr(op);
 	if (op->kind != FABRIC_OP_POOL) {
@@ -348,11 +403,16 @@ fabric_insert(struct fabric *f, const char *host, const char *port,
 {
 	int rc;
 
+	ssize_t i;
+
 	rc = fi_av_insertsvc(f->av, host, port, out, 0, NULL);
 	if (rc != 1)
 		return errbuf_set(err, rc < 0 ? map_err(rc) : -EHOSTUNREACH,
 		    "cannot resolve %s:%s: %s", host, port,
 		    rc < 0 ? fi_strerror(-rc) : "no address");
+	/* Back before its old entry could go: keep the entry. */
+	if ((i = doomed_find(f, *out)) >= 0)
+		doomed_drop(f, (size_t)i);
 	return 0;
 }
 
@@ -360,7 +420,6 @@ void
 fabric_remove(struct fabric *f, fi_addr_t addr)
 {
 	struct fabric_op *op, *next;
-	int rc;
 
 	/* A queued post must never reach the provider with a dead address. */
 	for (op = f->queue_head; op != NULL; op = next) {
@@ -374,9 +433,30 @@ fabric_remove(struct fabric *f, fi_addr_t addr)
 	}
 	if (f->queue_head == NULL && !f->closing)
 		uv_timer_stop(&f->retry);
-	rc = fi_av_remove(f->av, &addr, 1, 0);
-	if (rc != 0)
-		log_debug("fabric: fi_av_remove: %s", fi_strerror(-rc));
+	/*
+	 * With FI_AV_REMOVE_CLEANUP, rxm tears the peer's connection down at
+	 * once, and an op still in flight on it (a cancelled rendezvous read,
+	 * say) then crashes inside the provider. So the entry goes only when
+	 * the provider holds no op for it: now, or at the last completion.
+	 */
+	if (!addr_busy(f, addr)) {
+		av_remove_now(f, addr);
+		return;
+	}
+	if (doomed_find(f, addr) >= 0)
+		return;
+	if (f->ndoomed == f->doomed_cap) {
+		size_t cap = f->doomed_cap ? 2 * f->doomed_cap : 8;
+		fi_addr_t *d = realloc(f->doomed, cap * sizeof(*d));
+
+		if (d == NULL) {
+			log_warn("fabric: out of memory; keeping a dead peer's address");
+			return;
+		}
+		f->doomed = d;
+		f->doomed_cap = cap;
+	}
+	f->doomed[f->ndoomed++] = addr;
 }
 
 size_t
@@ -570,6 +650,7 @@ free_fabric(struct fabric *f)
 		fi_freeinfo(f->info);
 	free(f->pool_mem);
 	free(f->pool);
+	free(f->doomed);
 	free(f);
 }
 

@@ -384,7 +384,12 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		g->malformed++;
 		return;
 	}
-	if (g->active || !g->ready) {
+	/* A sparse request is served even while our own exchange is in
+	 * flight: two random masks share ~density of their coordinates, and
+	 * an interleaved average is still a convex combination. Refusing
+	 * them cost ~80% of all exchanges with 8 peers. Dense exchanges
+	 * overlap entirely and wait their turn. */
+	if ((g->active && (mode == GOSSIP_DENSE || g->p.mode == GOSSIP_DENSE)) || !g->ready) {
 		g->busy_out++;
 		gossip_reply_status(g, from, nonce, REPLY_BUSY);
 		return;

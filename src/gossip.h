@@ -9,9 +9,11 @@
  *	   send REPLY{nonce, v}
  *	i: x_i[S] <- (x_i[S] + v) / 2
  * Only values cross the wire, fp32 or fp16. Mode dense is the same with S
- * = every coordinate. A peer initiates one exchange at a time; while it
- * has one in flight it answers every REQ with BUSY, so no third party
- * mixes into a half-done exchange. Each exchange has a deadline.
+ * = every coordinate. A peer initiates one exchange at a time. While it
+ * has one in flight it still serves sparse REQs (two random masks barely
+ * overlap, and interleaved averages stay convex combinations) but answers
+ * dense ones with BUSY, as does a peer that has no model yet. Each
+ * exchange has a deadline.
  *
  * Like member, this module does no I/O and reads no clock: the caller
  * passes the time, sends through ops->send, feeds received messages to

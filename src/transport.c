@@ -854,6 +854,9 @@ on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
 	b->start = util_now();
 	b->op.cb = on_body;
 	b->op.kind = FABRIC_OP_TRECV;
+	/* The receive matches any source; addr tells fabric whose transfer
+	 * it carries, so the peer's address outlives it (fabric_remove). */
+	b->op.addr = p->have_fa ? p->fa : FI_ADDR_UNSPEC;
 	b->op.buf = b->buf;
 	b->op.len = b->size;
 	b->op.tag = session_body_tag(&p->in, h->seq, 0);

@@ -2,7 +2,8 @@
  * Unit test of gossip (and select): two peers with real models talk over an
  * in-memory queue. An exchange leaves both with the average on the mask
  * and untouched elsewhere; dense averages everything; fp16 is close; two
- * peers asking each other at once both get BUSY; a lost reply times out;
+ * peers asking each other at once both succeed (sparse) or both get BUSY
+ * (dense), and a peer with no model yet answers BUSY; a lost reply times out;
  * malformed and mismatched requests change nothing; pulls serve exact
  * slices. select: random and adaptive picks, the bandwidth cut-off, the
  * connectivity guard and the failure backoff.
@@ -202,12 +203,28 @@ test_busy_timeout_malformed(void)
 	float *a0, *a1;
 	uint8_t junk[10] = { 1 };
 
-	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.05, "40-20-10", "40-20-10");
-	/* Both ask at once: each sees the other busy. */
+	/* Dense: both ask at once, each sees the other busy. */
+	setup(GOSSIP_DENSE, GOSSIP_FP32, 1.0, "40-20-10", "40-20-10");
 	CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == 0);
 	CHECK(gossip_start(peers[1].g, 0.0, peers[0].addr) == 0);
 	pump(0);
 	CHECK(peers[0].last == GOSSIP_BUSY && peers[1].last == GOSSIP_BUSY);
+	teardown();
+
+	/* Sparse: both ask at once and both exchanges go through. */
+	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.05, "40-20-10", "40-20-10");
+	CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == 0);
+	CHECK(gossip_start(peers[1].g, 0.0, peers[0].addr) == 0);
+	pump(0);
+	CHECK(peers[0].last == GOSSIP_OK && peers[1].last == GOSSIP_OK);
+	CHECK(gossip_exchanges(peers[0].g) == 2 && gossip_exchanges(peers[1].g) == 2);
+
+	/* A peer without the job's model answers BUSY to everyone. */
+	gossip_set_ready(peers[1].g, 0);
+	CHECK(gossip_start(peers[0].g, 0.5, peers[1].addr) == 0);
+	pump(0);
+	CHECK(peers[0].last == GOSSIP_BUSY);
+	gossip_set_ready(peers[1].g, 1);
 
 	/* A lost reply: the initiator fails at its deadline, not before. */
 	CHECK(gossip_start(peers[0].g, 1.0, peers[1].addr) == 0);

@@ -1,0 +1,352 @@
+#!/usr/bin/python3
+"""Turn the raw output of contrib/bench/gossip.sh into CSV files and a table.
+
+Usage: gossip_report.py --out OUTDIR [--target 0.85] SYSTEM...
+Reads OUTDIR/raw/SYSTEM/ (gossipd: meta.json, p*.log, status.jsonl, ss.txt,
+ckpt*/; DDP: meta.json, w0.out) and writes OUTDIR/SYSTEM-evals.csv,
+OUTDIR/SYSTEM-job.csv, OUTDIR/summary.csv and OUTDIR/table.md. The
+definitions of the figures are in gossip.sh's header. Needs numpy only: the
+gossipd peers' final checkpoints are evaluated on the whole test set here
+(format: include/gossipd/ckpt_format.h, layout: src/model.h).
+"""
+import argparse
+import bisect
+import csv
+import glob
+import gzip
+import json
+import os
+import re
+import struct
+import sys
+import time
+
+import numpy as np
+
+DATA = "/usr/share/datasets/fashion-mnist"
+MEAN, STD = 0.2860, 0.3530
+EVAL_RE = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) \S+\s+step (\d+) epoch (\d+): "
+                     r"test loss (\S+) accuracy (\S+)")
+START_RE = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) \S+\s+peer \S+ training .* from step")
+DONE_RE = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) \S+\s+done: (\d+) steps in (\S+) s, "
+                     r"test accuracy ([0-9.]+)")
+
+
+def load_idx(path):
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+_test = None
+
+
+def test_set():
+    global _test
+    if _test is None:
+        x = load_idx(os.path.join(DATA, "t10k-images-idx3-ubyte.gz"))
+        y = load_idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz"))
+        x = (x.reshape(len(x), -1).astype(np.float32) / 255.0 - MEAN) / STD
+        _test = (x, y.astype(np.int64))
+    return _test
+
+
+def ckpt_accuracy(path):
+    """(step, accuracy on the whole test set) of a gossipd checkpoint."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:8] != b"GDCKPT\r\n":
+        raise ValueError("%s: not a checkpoint" % path)
+    _version, hsize, nl = struct.unpack_from("<III", raw, 8)
+    sizes = struct.unpack_from("<9I", raw, 20)[:nl + 1]
+    d, step = struct.unpack_from("<QQ", raw, 56)
+    x = np.frombuffer(raw, dtype="<f4", count=d, offset=hsize)
+    h, y = test_set()
+    off = 0
+    for l in range(nl):
+        a, b = sizes[l], sizes[l + 1]
+        w = x[off:off + a * b].reshape(a, b)
+        off += a * b
+        h = h @ w + x[off:off + b]
+        off += b
+        if l < nl - 1:
+            h = np.maximum(h, 0)
+    if off != d:
+        raise ValueError("%s: %d parameters, layers say %d" % (path, d, off))
+    return step, float((h.argmax(1) == y).mean())
+
+
+def log_time(t0, hh, mm, ss):
+    """A log line's local time of day as unix time, on t0's day (or the next)."""
+    lt = time.localtime(t0)
+    midnight = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
+    t = midnight + int(hh) * 3600 + int(mm) * 60 + float(ss)
+    return t + 86400 if t < t0 - 3600 else t
+
+
+def interp(ts, vs, t):
+    """vs at time t: linear between samples, from 0 at the launch (t = 0)
+    up to the first sample, the last sample after the last."""
+    if not ts:
+        return float("nan")
+    i = bisect.bisect_right(ts, t)
+    if i == len(ts):
+        return vs[-1]
+    t_a, v_a = (ts[i - 1], vs[i - 1]) if i > 0 else (0.0, 0.0)
+    if ts[i] <= t_a:
+        return vs[i]
+    return v_a + (vs[i] - v_a) * max(0.0, t - t_a) / (ts[i] - t_a)
+
+
+def gossip_system(name, d, meta):
+    t0 = meta["t0"]
+    n = meta["peers"]
+    evals, starts, done = [], [], {}
+    for p in range(n):
+        with open(os.path.join(d, "p%d.log" % p), errors="replace") as f:
+            for line in f:
+                m = EVAL_RE.match(line)
+                if m:
+                    evals.append((log_time(t0, *m.group(1, 2, 3)) - t0, p, int(m.group(4)),
+                                  float(m.group(7))))
+                    continue
+                m = START_RE.match(line)
+                if m:
+                    starts.append(log_time(t0, *m.group(1, 2, 3)) - t0)
+                    continue
+                m = DONE_RE.match(line)
+                if m:
+                    done[p] = (int(m.group(4)), float(m.group(6)))
+    # Per-peer byte counters against time, from the status polls.
+    polls = {p: ([], [], []) for p in range(n)}
+    pid_of = {}
+    with open(os.path.join(d, "pids")) as f:
+        for line in f:
+            i, pid = line.split()
+            pid_of[int(pid)] = int(i)
+    last_status = {}
+    with open(os.path.join(d, "status.txt")) as f:
+        for line in f:
+            try:
+                t, p, js = line.split(" ", 2)
+                s = json.loads(js)
+            except ValueError:
+                continue
+            if not s.get("ok"):
+                continue
+            p = int(p)
+            ts, total, gos = polls[p]
+            ts.append(float(t) - t0)
+            total.append(float(s["bytes_sent"]))
+            by = s.get("bytes_sent_by_type", {})
+            gos.append(float(sum(v for k, v in by.items() if k.startswith("gossip"))))
+            last_status[p] = s
+    # ss cross-check: kernel TCP bytes_sent of each peer's open sockets
+    # over its own counter, at every ss sample taken while the peer was
+    # being polled (median: sockets closed while leaving undercount).
+    ss_ratio = []
+    if os.path.exists(os.path.join(d, "ss.txt")):
+        with open(os.path.join(d, "ss.txt")) as f:
+            for line in f:
+                t, pid, b = line.split()
+                p = pid_of.get(int(pid))
+                if p is None:
+                    continue
+                t = float(t) - t0
+                ts, total, _ = polls[p]
+                if ts and ts[0] <= t <= ts[-1]:
+                    c = interp(ts, total, t)
+                    if c > 0:
+                        ss_ratio.append(float(b) / c)
+    ss_ratio.sort()
+    ss_ratio = [ss_ratio[len(ss_ratio) // 2]] if ss_ratio else []
+    evals.sort()
+    rows = []
+    for t, p, step, acc in evals:
+        ts, total, gos = polls[p]
+        rows.append((t, p, step, acc, interp(ts, total, t), interp(ts, gos, t)))
+    finals = {}
+    for p in range(n):
+        ck = sorted(glob.glob(os.path.join(d, "ckpt%d" % p, "ckpt-*.gdc")),
+                    key=lambda s: int(re.findall(r"(\d+)\.gdc$", s)[0]))
+        if ck:
+            finals[p] = ckpt_accuracy(ck[-1])
+    final_bytes = [last_status[p]["bytes_sent"] for p in last_status]
+    exch = [last_status[p]["exchanges"] for p in last_status]
+    steps = [last_status[p]["step"] for p in last_status]
+    def bytes_at(t):
+        tot = [interp(polls[p][0], polls[p][1], t) for p in range(n) if polls[p][0]]
+        gos = [interp(polls[p][0], polls[p][2], t) for p in range(n) if polls[p][0]]
+        return sum(tot) / len(tot), sum(gos) / len(gos)
+    return dict(n=n, rows=rows, bytes_at=bytes_at,
+                start=min(starts) if starts else float("nan"),
+                finals=finals, done=done, ss_ratio=ss_ratio,
+                final_bytes_polled=final_bytes, exchanges=exch, steps_polled=steps)
+
+
+def ddp_system(name, d, meta):
+    t0 = meta["t0"]
+    rows, start, final = [], float("nan"), None
+    with open(os.path.join(d, "w0.out")) as f:
+        for line in f:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e["ev"] == "start":
+                start = e["t"] - t0
+            elif e["ev"] == "eval":
+                rows.append((e["t"] - t0, 0, e["step"], e["accuracy"], e["bytes"], e["bytes"]))
+            elif e["ev"] == "done":
+                final = e
+    finals = {0: (final["steps"], final["accuracy_full"])} if final else {}
+    ss = final["bytes_ss"] if final else []
+    ss_ratio = [b / final["bytes"] for b in ss if b >= 0] if final else []
+    def bytes_at(t):
+        """Analytic bytes at the evaluation logged at or after t."""
+        for rt, _, _, _, b, g in rows:
+            if rt >= t - 1e-9:
+                return b, g
+        return float("nan"), float("nan")
+    return dict(n=1, rows=rows, bytes_at=bytes_at, start=start, finals=finals, done={}, ss_ratio=ss_ratio,
+                final_bytes_polled=[final["bytes"]] if final else [], exchanges=[],
+                steps_polled=[final["steps"]] if final else [])
+
+
+def job_curve(r):
+    """(t, mean, min) of the peers' latest evaluations, at every evaluation
+    once every peer has evaluated."""
+    latest, curve = {}, []
+    for t, p, _, acc, _, _ in r["rows"]:
+        latest[p] = acc
+        if len(latest) < r["n"]:
+            continue
+        accs = list(latest.values())
+        curve.append((t, sum(accs) / len(accs), min(accs)))
+    return curve
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--target", type=float, default=0.85)
+    ap.add_argument("--density", type=float, default=0.01)
+    ap.add_argument("systems", nargs="+")
+    a = ap.parse_args()
+    res = {}
+    for s in a.systems:
+        d = os.path.join(a.out, "raw", s)
+        with open(os.path.join(d, "meta.json")) as f:
+            meta = json.load(f)
+        r = (ddp_system if meta["kind"] == "ddp" else gossip_system)(s, d, meta)
+        r["meta"] = meta
+        r["timeout"] = os.path.exists(os.path.join(d, "timeout"))
+        rcs = []
+        if os.path.exists(os.path.join(d, "rc")):
+            with open(os.path.join(d, "rc")) as f:
+                rcs = [int(x.split()[1]) for x in f if x.strip()]
+        r["failed"] = sum(1 for x in rcs if x != 0)
+        res[s] = r
+
+    summary = []
+    for s, r in res.items():
+        with open(os.path.join(a.out, s + "-evals.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["system", "peer", "t_s", "step", "accuracy", "bytes_sent", "gossip_bytes_sent"])
+            for t, p, step, acc, b, g in r["rows"]:
+                w.writerow([s, p, "%.3f" % t, step, "%.4f" % acc, "%.0f" % b, "%.0f" % g])
+        curve = job_curve(r)
+        bytes_at = r["bytes_at"]
+        with open(os.path.join(a.out, s + "-job.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["system", "t_s", "mean_accuracy", "min_accuracy",
+                        "bytes_sent_per_peer", "gossip_bytes_sent_per_peer"])
+            for t, mean, mn in curve:
+                b, g = bytes_at(t)
+                w.writerow([s, "%.3f" % t, "%.4f" % mean, "%.4f" % mn, "%.0f" % b, "%.0f" % g])
+        t_mean = next((t for t, mean, _ in curve if mean >= a.target), None)
+        t_all = next((t for t, _, mn in curve if mn >= a.target), None)
+        b_mean = bytes_at(t_mean) if t_mean is not None else (None, None)
+        fa = [acc for _, acc in r["finals"].values()]
+        last_acc = {}
+        for _, p, _, acc, _, _ in r["rows"]:
+            last_acc[p] = acc
+        summary.append(dict(
+            system=s, kind=r["meta"]["kind"], options=r["meta"]["options"],
+            peers=r["meta"]["peers"], epochs=r["meta"]["epochs"],
+            final_acc_min=min(fa) if fa else None,
+            final_acc_mean=sum(fa) / len(fa) if fa else None,
+            final_ckpts=len(fa),
+            last_eval_min=min(last_acc.values()) if last_acc else None,
+            last_eval_mean=sum(last_acc.values()) / len(last_acc) if last_acc else None,
+            t_target_mean=t_mean, t_target_all=t_all,
+            t_train_start=r["start"],
+            bytes_target=b_mean[0], gossip_bytes_target=b_mean[1],
+            final_bytes_polled_mean=(sum(r["final_bytes_polled"]) / len(r["final_bytes_polled"])
+                                     if r["final_bytes_polled"] else None),
+            exchanges_mean=(sum(r["exchanges"]) / len(r["exchanges"]) if r["exchanges"] else None),
+            ss_over_counter=(sum(r["ss_ratio"]) / len(r["ss_ratio"]) if r["ss_ratio"] else None),
+            failed=r["failed"], timeout=r["timeout"]))
+    fields = list(summary[0].keys()) + ["bytes_ratio_ddp_over_this", "time_ratio_this_over_ddp"]
+    ddp = next((x for x in summary if x["kind"] == "ddp"), None)
+    for x in summary:
+        x["bytes_ratio_ddp_over_this"] = (ddp["bytes_target"] / x["bytes_target"]
+                                          if ddp and ddp["bytes_target"] and x["bytes_target"] else None)
+        x["time_ratio_this_over_ddp"] = (x["t_target_mean"] / ddp["t_target_mean"]
+                                         if ddp and ddp["t_target_mean"] and x["t_target_mean"] else None)
+    with open(os.path.join(a.out, "summary.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for x in summary:
+            w.writerow({k: ("" if v is None else ("%.6g" % v if isinstance(v, float) else v))
+                        for k, v in x.items()})
+
+    def fmt(v, f="%.2f", none="not reached"):
+        return none if v is None else f % v
+
+    def mb(v):
+        return "not reached" if v is None else ("%.3g MB" % (v / 1e6))
+
+    lines = ["| system | peers | final acc. min / mean (full test set) | time to %.2f from launch (s) "
+             "| from training start (s) | bytes/peer to %.2f | DDP bytes / these "
+             "| time / DDP's (launch) | time / DDP's (training) |" % (a.target, a.target),
+             "|---|---|---|---|---|---|---|---|---|"]
+    ts_ddp = (ddp["t_target_mean"] - ddp["t_train_start"]
+              if ddp and ddp["t_target_mean"] is not None else None)
+    for x in summary:
+        opts = x["options"].split()
+        part = opts[opts.index("--partition") + 1] if "--partition" in opts else ""
+        if x["kind"] == "ddp":
+            label = "PyTorch DDP (gloo, %s)" % x["options"].replace("gloo ", "")
+        else:
+            mode = opts[opts.index("--mode") + 1] if "--mode" in opts else "saps"
+            label = "gossipd %s%s, %s" % (
+                mode, " %g%%" % (100 * a.density) if mode == "saps" else "", part)
+            rest = " ".join(o for o in opts if o not in ("--mode", mode, "--partition", part))
+            if rest:
+                label += ", " + rest
+        t = x["t_target_mean"]
+        t_tr = t - x["t_train_start"] if t is not None else None
+        acc = ("n/a" if x["final_acc_min"] is None else
+               "%.4f / %.4f" % (x["final_acc_min"], x["final_acc_mean"]))
+        note = ""
+        if x["failed"] or x["timeout"]:
+            note = " (%d failed%s)" % (x["failed"], ", timed out" if x["timeout"] else "")
+        lines.append("| %s%s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+            label, note, x["peers"], acc, fmt(t, "%.1f"), fmt(t_tr, "%.1f"),
+            mb(x["bytes_target"]), fmt(x["bytes_ratio_ddp_over_this"], "%.0fx", "-"),
+            fmt(x["time_ratio_this_over_ddp"], "%.2f", "-"),
+            fmt(t_tr / ts_ddp if t_tr is not None and ts_ddp else None, "%.2f", "-")))
+    table = "\n".join(lines) + "\n"
+    with open(os.path.join(a.out, "table.md"), "w") as f:
+        f.write(table)
+    sys.stdout.write(table)
+    print("\nCSV files and raw logs in %s (summary.csv has the every-peer time, "
+          "gossip-only bytes and the ss cross-check)" % a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
