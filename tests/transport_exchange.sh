@@ -26,7 +26,7 @@ rc=$?
 [ $rc -eq 1 ] || die "--provider verbs exited with $rc, want 1"
 grep -q "verbs" "$WORK/verbs.log" || die "--provider verbs: no clear message"
 
-common="--key $WORK/key --job exchange --timeout 3000 --deadline 60"
+common="--key $WORK/key --job exchange --timeout 10000 --deadline 90"
 
 # Two endpoints: A sends every size to B, which echoes.
 start_any B $common --id 2 --expect-done 1
