@@ -7,6 +7,7 @@
 #define GD_TESTS_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 static int check_failures;
 
@@ -18,6 +19,15 @@ static int check_failures;
 		fprintf(stderr, __VA_ARGS__);                               \
 		fprintf(stderr, "\n");                                      \
 		check_failures++;                                           \
+	}                                                                   \
+} while (0)
+
+/* REQUIRE(cond): stop at the first failure, for scenarios whose later
+ * steps make no sense once an earlier one failed. */
+#define REQUIRE(cond) do {                                                 \
+	if (!(cond)) {                                                      \
+		fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+		exit(1);                                                    \
 	}                                                                   \
 } while (0)
 

@@ -15,6 +15,7 @@
 
 #include <sodium.h>
 
+#include "check.h"
 #include "log.h"
 #include "member.h"
 #include "rng.h"
@@ -23,8 +24,6 @@
 #define STEP		0.005
 #define LATENCY		0.002
 
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: check failed: %s\n", \
-	__FILE__, __LINE__, #c); exit(1); } } while (0)
 
 struct node {
 	struct member	*m;
@@ -73,8 +72,8 @@ fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len
 	struct msg *m;
 	int to = node_by_addr(addr);
 
-	CHECK(type >= MEMBER_T_FIRST && type <= MEMBER_T_LAST);
-	CHECK(strcmp(addr, from->addr) != 0);
+	REQUIRE(type >= MEMBER_T_FIRST && type <= MEMBER_T_LAST);
+	REQUIRE(strcmp(addr, from->addr) != 0);
 	m = xmalloc(sizeof(*m) + len);
 	m->from = from->index;
 	m->to = to;
@@ -116,7 +115,7 @@ node_start(int i, double inc)
 	p.self_addr = nodes[i].addr;
 	p.self_id = nodes[i].id;
 	p.incarnation = (uint64_t)inc;
-	CHECK(member_new(&p, &ops, now, &nodes[i].m, &err) == 0);
+	REQUIRE(member_new(&p, &ops, now, &nodes[i].m, &err) == 0);
 	nodes[i].up = 1;
 	nodes[i].paused_until = 0;
 	nodes[i].next = now;
@@ -229,7 +228,7 @@ check_no_false_death(void)
 			    nodes[j].paused_until <= now) {
 				int v = view(i, j);
 
-				CHECK(v != MEMBER_DEAD && v != MEMBER_LEFT);
+				REQUIRE(v != MEMBER_DEAD && v != MEMBER_LEFT);
 			}
 }
 
@@ -276,26 +275,26 @@ test_codec(void)
 		snprintf(u[i].addr, sizeof(u[i].addr), "192.168.1.%d:70%02d", i, i);
 	}
 	len = member_msg_encode(MEMBER_T_PING_REQ, &msg, buf, sizeof(buf));
-	CHECK(len > 0);
-	CHECK(buf[4] == 0xef && buf[7] == 0xde);	/* little-endian seq */
+	REQUIRE(len > 0);
+	REQUIRE(buf[4] == 0xef && buf[7] == 0xde);	/* little-endian seq */
 	memset(&out, 0, sizeof(out));
 	out.u = v;
-	CHECK(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)len, &out, 8, &err) == 0);
-	CHECK(out.seq == msg.seq && out.n == 3 && out.flags == 1);
-	CHECK(strcmp(out.target, "127.0.0.1:9") == 0);
+	REQUIRE(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)len, &out, 8, &err) == 0);
+	REQUIRE(out.seq == msg.seq && out.n == 3 && out.flags == 1);
+	REQUIRE(strcmp(out.target, "127.0.0.1:9") == 0);
 	for (int i = 0; i < 3; i++)
-		CHECK(v[i].state == u[i].state && v[i].id == u[i].id &&
+		REQUIRE(v[i].state == u[i].state && v[i].id == u[i].id &&
 		    v[i].incarnation == u[i].incarnation &&
 		    strcmp(v[i].addr, u[i].addr) == 0);
 	/* too many updates for the reader, and too small a buffer to write */
-	CHECK(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)len, &out, 2, &err) == -EBADMSG);
-	CHECK(member_msg_encode(MEMBER_T_PING_REQ, &msg, buf, 40) == -EMSGSIZE);
+	REQUIRE(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)len, &out, 2, &err) == -EBADMSG);
+	REQUIRE(member_msg_encode(MEMBER_T_PING_REQ, &msg, buf, 40) == -EMSGSIZE);
 	/* every truncation and trailing garbage is refused */
 	for (int n = 0; n < len; n++)
-		CHECK(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)n, &out, 8, &err) == -EBADMSG);
-	CHECK(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)len + 1, &out, 8, &err) == -EBADMSG);
-	CHECK(member_msg_decode(MEMBER_T_PING, buf, (size_t)len, &out, 8, &err) == -EBADMSG);
-	CHECK(member_msg_decode(99, buf, (size_t)len, &out, 8, &err) == -EBADMSG);
+		REQUIRE(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)n, &out, 8, &err) == -EBADMSG);
+	REQUIRE(member_msg_decode(MEMBER_T_PING_REQ, buf, (size_t)len + 1, &out, 8, &err) == -EBADMSG);
+	REQUIRE(member_msg_decode(MEMBER_T_PING, buf, (size_t)len, &out, 8, &err) == -EBADMSG);
+	REQUIRE(member_msg_decode(99, buf, (size_t)len, &out, 8, &err) == -EBADMSG);
 	/* every single-byte corruption decodes cleanly or is refused */
 	for (int i = 0; i < len; i++) {
 		for (int b = 0; b < 8; b++) {
@@ -306,7 +305,7 @@ test_codec(void)
 				ok++;
 		}
 	}
-	CHECK(ok > 0 && ok < len * 8);
+	REQUIRE(ok > 0 && ok < len * 8);
 	printf("ok: codec round trip, %d truncations and %d corruptions handled\n",
 	    len, len * 8);
 }
@@ -328,9 +327,9 @@ test_garbage(void)
 		    rng_below(&net_rng, 5)), junk, n);
 	}
 	member_recv(nodes[0].m, now, 42, "6.6.6.6:6", MEMBER_T_PING, NULL, 0);
-	CHECK(member_stats_json(nodes[0].m, st) == 0);
+	REQUIRE(member_stats_json(nodes[0].m, st) == 0);
 	ms = json_object_get(st, "membership");
-	CHECK(json_integer_value(json_object_get(ms, "malformed")) >= 1990);
+	REQUIRE(json_integer_value(json_object_get(ms, "malformed")) >= 1990);
 	json_decref(st);
 	printf("ok: random garbage counted as malformed\n");
 }
@@ -352,16 +351,16 @@ main(void)
 	for (i = 0; i < 16; i++) {
 		node_start(i, 1000);
 		if (i > 0)
-			CHECK(member_add_seed(nodes[i].m, nodes[i - 1].addr, now) == 0);
+			REQUIRE(member_add_seed(nodes[i].m, nodes[i - 1].addr, now) == 0);
 		if (i > 1)
-			CHECK(member_add_seed(nodes[i].m, nodes[i - 2].addr, now) == 0);
-		CHECK(member_add_seed(nodes[i].m, nodes[i].addr, now) == 0);
-		CHECK(member_joined(nodes[i].m) == (i == 0));
+			REQUIRE(member_add_seed(nodes[i].m, nodes[i - 2].addr, now) == 0);
+		REQUIRE(member_add_seed(nodes[i].m, nodes[i].addr, now) == 0);
+		REQUIRE(member_joined(nodes[i].m) == (i == 0));
 	}
 	t = until(all_agree, 10);
-	CHECK(t >= 0);
+	REQUIRE(t >= 0);
 	for (i = 0; i < 16; i++)
-		CHECK(member_joined(nodes[i].m) && member_count(nodes[i].m, MEMBER_ALIVE) == 16);
+		REQUIRE(member_joined(nodes[i].m) && member_count(nodes[i].m, MEMBER_ALIVE) == 16);
 	printf("ok: 16 peers agree after %.2f s\n", t);
 	test_garbage();
 
@@ -369,7 +368,7 @@ main(void)
 	node_start(16, 1000);
 	member_add_seed(nodes[16].m, nodes[5].addr, now);
 	t = until(all_agree, 10);
-	CHECK(t >= 0 && t < 3);
+	REQUIRE(t >= 0 && t < 3);
 	printf("ok: a joiner is in every view after %.2f s\n", t);
 
 	/* A crash: dead everywhere within 5 s, and nobody else ever dead. */
@@ -385,23 +384,23 @@ main(void)
 		}
 		t = now - start;
 	}
-	CHECK(victim_dead());
-	CHECK(t < 5);
+	REQUIRE(victim_dead());
+	REQUIRE(t < 5);
 	printf("ok: a crashed peer is dead in every view after %.2f s\n", t);
 
 	/* A pause longer than the suspicion time: dead meanwhile, then
 	 * alive again everywhere once it runs (refutation). */
 	victim = 7;
 	nodes[victim].paused_until = now + 6;
-	CHECK(until(victim_dead, 6) >= 0);
+	REQUIRE(until(victim_dead, 6) >= 0);
 	while (now < nodes[victim].paused_until)
 		step();
 	t = until(victim_alive, 10);
-	CHECK(t >= 0 && t < 3);
-	CHECK(member_incarnation(nodes[victim].m) > 1000);
+	REQUIRE(t >= 0 && t < 3);
+	REQUIRE(member_incarnation(nodes[victim].m) > 1000);
 	for (i = 0; i < nnodes; i++)
 		if (i != 3)
-			CHECK(view(victim, i) == MEMBER_ALIVE);
+			REQUIRE(view(victim, i) == MEMBER_ALIVE);
 	printf("ok: a peer paused for 6 s is back alive everywhere %.2f s after it resumes\n", t);
 
 	/* A graceful leave: left (not dead) everywhere, done at once, and
@@ -409,11 +408,11 @@ main(void)
 	victim = 9;
 	member_leave(nodes[victim].m, now);
 	t = until(victim_left, 5);
-	CHECK(t >= 0 && t < 1);
-	CHECK(member_leave_done(nodes[victim].m, now));
+	REQUIRE(t >= 0 && t < 1);
+	REQUIRE(member_leave_done(nodes[victim].m, now));
 	nodes[victim].up = 0;
 	run_for(10);
-	CHECK(victim_left());
+	REQUIRE(victim_left());
 	printf("ok: a leaving peer is left everywhere after %.2f s, and stays so\n", t);
 
 	/* A restart on the crashed peer's address: new id, higher
@@ -423,7 +422,7 @@ main(void)
 	member_add_seed(nodes[3].m, nodes[12].addr, now);
 	victim = 3;
 	t = until(victim_alive, 10);
-	CHECK(t >= 0 && t < 3);
+	REQUIRE(t >= 0 && t < 3);
 	printf("ok: a peer restarted on its old address is alive everywhere after %.2f s\n", t);
 
 	/* One broken link and 5%% message loss for 60 s: indirect probes and
@@ -440,9 +439,9 @@ main(void)
 	run_for(5);
 	for (i = 0; i < nnodes; i++)
 		if (nodes[i].up)
-			CHECK(all_see(i, MEMBER_ALIVE));
+			REQUIRE(all_see(i, MEMBER_ALIVE));
 	printf("ok: 60 s of 5%% loss and a cut link: no live peer declared dead\n");
-	CHECK(changes > 0);
+	REQUIRE(changes > 0);
 
 	while (queue != NULL) {
 		struct msg *m = queue;

@@ -11,10 +11,9 @@
 
 #include <jansson.h>
 
+#include "check.h"
 #include "metrics.h"
 
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: check failed: %s\n", \
-	__FILE__, __LINE__, #c); exit(1); } } while (0)
 
 int
 main(void)
@@ -34,50 +33,50 @@ main(void)
 	    "total", (json_int_t)7, "messages_sent", (json_int_t)9,
 	    "membership", "pings_sent", (json_int_t)11, "alive", 8,
 	    "incarnation", (json_int_t)1700000000000);
-	CHECK(status != NULL && stats != NULL);
+	REQUIRE(status != NULL && stats != NULL);
 	text = metrics_render(status, stats);
-	CHECK(text != NULL);
+	REQUIRE(text != NULL);
 	for (line = strtok_r(text, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
 		char name[128];
 		size_t n = 0;
 
 		if (strncmp(line, "# HELP ", 7) == 0) {
-			CHECK(sscanf(line + 7, "%127s", typed) == 1);
+			REQUIRE(sscanf(line + 7, "%127s", typed) == 1);
 			type[0] = '\0';
 			continue;
 		}
 		if (strncmp(line, "# TYPE ", 7) == 0) {
-			CHECK(sscanf(line + 7, "%127s %15s", name, type) == 2);
-			CHECK(strcmp(name, typed) == 0);
-			CHECK(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0);
+			REQUIRE(sscanf(line + 7, "%127s %15s", name, type) == 2);
+			REQUIRE(strcmp(name, typed) == 0);
+			REQUIRE(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0);
 			continue;
 		}
-		CHECK(line[0] != '#');
+		REQUIRE(line[0] != '#');
 		while (isalnum((unsigned char)line[n]) || line[n] == '_')
 			n++;
-		CHECK(n > 0 && n < sizeof(name) && !isdigit((unsigned char)line[0]));
+		REQUIRE(n > 0 && n < sizeof(name) && !isdigit((unsigned char)line[0]));
 		memcpy(name, line, n);
 		name[n] = '\0';
-		CHECK(strcmp(name, typed) == 0 && type[0] != '\0');
+		REQUIRE(strcmp(name, typed) == 0 && type[0] != '\0');
 		if (strcmp(type, "counter") == 0)
-			CHECK(n > 6 && strcmp(name + n - 6, "_total") == 0);
-		CHECK(line[n] == ' ' || line[n] == '{');
-		CHECK(strrchr(line, ' ') != NULL && strrchr(line, ' ')[1] != '\0');
+			REQUIRE(n > 6 && strcmp(name + n - 6, "_total") == 0);
+		REQUIRE(line[n] == ' ' || line[n] == '{');
+		REQUIRE(strrchr(line, ' ') != NULL && strrchr(line, ' ')[1] != '\0');
 		samples++;
 	}
 	free(text);
 	text = metrics_render(status, stats);
-	CHECK(strstr(text, "gossipd_step 42\n") != NULL);
-	CHECK(strstr(text, "gossipd_state{state=\"training\"} 1\n") != NULL);
-	CHECK(strstr(text, "gossipd_bytes_sent_total 1000\n") != NULL);
-	CHECK(strstr(text, "gossipd_transport_rejected_total{reason=\"bad_mac\"} 3\n") != NULL);
-	CHECK(strstr(text, "reason=\"total\"") == NULL);
-	CHECK(strstr(text, "type=\"we\\\"ird\\\\type\"} 7\n") != NULL);
-	CHECK(strstr(text, "gossipd_membership_pings_sent_total 11\n") != NULL);
-	CHECK(strstr(text, "# TYPE gossipd_membership_alive gauge\n") != NULL);
-	CHECK(strstr(text, "gossipd_train_steps_total 42\n") != NULL);
-	CHECK(strstr(text, "gossipd_id") == NULL);
+	REQUIRE(strstr(text, "gossipd_step 42\n") != NULL);
+	REQUIRE(strstr(text, "gossipd_state{state=\"training\"} 1\n") != NULL);
+	REQUIRE(strstr(text, "gossipd_bytes_sent_total 1000\n") != NULL);
+	REQUIRE(strstr(text, "gossipd_transport_rejected_total{reason=\"bad_mac\"} 3\n") != NULL);
+	REQUIRE(strstr(text, "reason=\"total\"") == NULL);
+	REQUIRE(strstr(text, "type=\"we\\\"ird\\\\type\"} 7\n") != NULL);
+	REQUIRE(strstr(text, "gossipd_membership_pings_sent_total 11\n") != NULL);
+	REQUIRE(strstr(text, "# TYPE gossipd_membership_alive gauge\n") != NULL);
+	REQUIRE(strstr(text, "gossipd_train_steps_total 42\n") != NULL);
+	REQUIRE(strstr(text, "gossipd_id") == NULL);
 	printf("ok: %d samples, all typed and named per the exposition format\n", samples);
 	free(text);
 	json_decref(status);

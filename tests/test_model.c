@@ -13,18 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "backend.h"
 #include "model.h"
-
-static int failures;
-
-#define CHECK(c) do {							\
-	if (!(c)) {							\
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,	\
-		    __LINE__, #c);					\
-		failures++;						\
-	}								\
-} while (0)
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
@@ -152,7 +143,7 @@ test_spec(void)
 		    err.msg[0] == '\0') {
 			fprintf(stderr, "spec \"%s\" not rejected with a reason\n",
 			    bad[i]);
-			failures++;
+			check_failures++;
 		}
 	}
 }
@@ -470,7 +461,7 @@ test_sgd_threads(void)
 	CHECK(model_spec_parse("64-300-10", &spec, &err) == 0);
 	if (model_new(&spec, "cpu", 3, N, 8, &m, &err) < 0) {
 		fprintf(stderr, "cannot make a 3-thread model: %s\n", err.msg);
-		failures++;
+		check_failures++;
 		return;
 	}
 	d = m->d;
@@ -563,10 +554,5 @@ main(void)
 	test_snapshot_restore();
 	test_sgd_threads();
 	test_learns();
-	if (failures) {
-		fprintf(stderr, "%d checks failed\n", failures);
-		return 1;
-	}
-	printf("all model checks passed\n");
-	return 0;
+	return check_exit("test_model");
 }

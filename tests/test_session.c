@@ -14,18 +14,9 @@
 
 #include <sodium.h>
 
+#include "check.h"
 #include "session.h"
 #include "wire.h"
-
-static int failures;
-
-#define CHECK(c) do {							\
-	if (!(c)) {							\
-		fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__,	\
-		    __LINE__, #c);					\
-		failures++;						\
-	}								\
-} while (0)
 
 static uint8_t key[SESSION_KEY_SIZE], other_key[SESSION_KEY_SIZE];
 
@@ -347,10 +338,5 @@ main(void)
 	test_seal();
 	test_replay();
 	test_key_files();
-	if (failures) {
-		fprintf(stderr, "test_session: %d failures\n", failures);
-		return 1;
-	}
-	printf("test_session: ok\n");
-	return 0;
+	return check_exit("test_session");
 }

@@ -8,17 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "wire.h"
-
-static int failures;
-
-#define CHECK(c) do {							\
-	if (!(c)) {							\
-		fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__,	\
-		    __LINE__, #c);					\
-		failures++;						\
-	}								\
-} while (0)
 
 static const struct wire_limits lim = { 0x1122334455667788ull, 1 << 24 };
 
@@ -270,10 +261,5 @@ main(void)
 	test_chunks();
 	test_hello();
 	test_random();
-	if (failures) {
-		fprintf(stderr, "test_wire: %d failures\n", failures);
-		return 1;
-	}
-	printf("test_wire: ok\n");
-	return 0;
+	return check_exit("test_wire");
 }
