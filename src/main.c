@@ -918,8 +918,13 @@ daemon_shutdown(struct daemon *d)
 	if (d->stopping)
 		return;
 	d->stopping = 1;
-	if (d->trainer != NULL)
+	/* The trainer signals wake and step_async from its thread: it must
+	 * be gone before they close. It has finished or stops after its
+	 * current step (and final checkpoint). */
+	if (d->trainer != NULL) {
 		train_request_stop(d->trainer);
+		train_join(d->trainer);
+	}
 	control_close(d->control);
 	if (d->transport != NULL) {
 		/* fails what is still in flight: no send callback after this */
