@@ -124,6 +124,8 @@ static const struct config_key config_keys[] = {
 	  "where the model trains (default: cpu)" },
 	{ "threads", 0, "N", CT_INT, OFF(threads), 1, 256, NULL, 0,
 	  "BLAS threads of the trainer (default: 1)" },
+	{ "trainer_nice", 0, "N", CT_INT, OFF(trainer_nice), 0, 19, NULL, 0,
+	  "nice value of the trainer thread, so the event loop answers promptly (default: 5)" },
 	{ "batch_size", 0, "N", CT_INT, OFF(batch_size), 1, 65536, NULL, 0,
 	  "mini-batch size (default: 64)" },
 	{ "lr", 0, "X", CT_DOUBLE, OFF(lr), 1e-9, 100, NULL, 0,
@@ -471,6 +473,7 @@ config_defaults(struct config *c)
 		abort();
 	c->device = xstrdup("cpu");
 	c->threads = 1;
+	c->trainer_nice = 5;
 	c->batch_size = 64;
 	c->lr = 0.05;
 	c->momentum = 0.9;

@@ -59,6 +59,7 @@ struct config {
 	struct model_spec model;
 	char *device;
 	int threads;
+	int trainer_nice;          /* nice value of the trainer thread */
 	int batch_size;
 	double lr;
 	double momentum;

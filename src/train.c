@@ -12,6 +12,9 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -284,6 +287,21 @@ train_fail(struct trainer *t, const char *what, int rc)
 	train_publish(t, train_set_state, &st);
 }
 
+/*
+ * The trainer is CPU-bound; the loop thread is latency-bound, and every
+ * exchange waits for a partner's loop to wake up. Where peers share cores,
+ * a trainer at equal priority kept that wake-up waiting ~10 ms; at nice
+ * +5 an exchange took 0.8 ms instead of 11.5 ms (2 peers on 2 cores). The
+ * nice value is per thread on Linux, so only the trainer yields.
+ */
+static void
+train_lower_priority(const struct config *cfg)
+{
+	if (cfg->trainer_nice > 0 &&
+	    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), cfg->trainer_nice) < 0)
+		log_warn("trainer: cannot set nice %d: %s", cfg->trainer_nice, strerror(errno));
+}
+
 static void *
 train_main(void *arg)
 {
@@ -296,6 +314,7 @@ train_main(void *arg)
 	enum train_state st;
 	int first = 1, rc;
 
+	train_lower_priority(cfg);
 	/* Show at once what a resumed or pulled model is worth. */
 	if (step > 0 && step < t->total_steps) {
 		if ((rc = train_evaluate(t, step, 0)) < 0) {

@@ -62,6 +62,14 @@ ck=$(json_get path <"$T/ck.json")
 [ -f "$ck" ] || fail "checkpoint $ck missing"
 ok "status, stats, set, checkpoint"
 
+# The trainer thread yields to the event loop (trainer_nice, default 5);
+# the main (loop) thread keeps the process's priority.
+nices=$(for t in /proc/"$pid_a"/task/*; do cut -d' ' -f19 "$t/stat"; done | sort | uniq -c | tr -s ' ')
+main_nice=$(cut -d' ' -f19 "/proc/$pid_a/task/$pid_a/stat")
+[ "$main_nice" = 0 ] || fail "loop thread nice is $main_nice, want 0"
+echo "$nices" | grep -q " 1 5$" || fail "no trainer thread at nice 5: $nices"
+ok "trainer thread at nice 5, loop thread at 0"
+
 # Watch streams at least two progress lines.
 timeout 5 "$GOSSIPCTL" -s "$S" --json watch >"$T/watch" 2>&1
 n=$(grep -c '"step"' "$T/watch")
