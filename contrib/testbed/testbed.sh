@@ -1,0 +1,308 @@
+#!/bin/sh
+# Heterogeneous-network testbed: N peers, each in its own network namespace,
+# linked by veth pairs to one bridge that lives in a hub namespace of its own,
+# every link shaped with tc (tbf or htb; netem is not needed). Runs one job
+# (gossipd peers, or PyTorch DDP workers through ddp_ns.py), samples every
+# peer's status into CSV, and tears everything down on exit, Ctrl-C or error.
+#
+# Why namespaces rather than 127.0.0.1 aliases: traffic then crosses real
+# qdiscs on real (virtual) links, one per peer, so a slow peer is slow to
+# everybody, and nothing of the host is touched. Every interface, address
+# (10.77.0.0/24 by default) and route this script makes exists only inside
+# the namespaces it creates; the host's own interfaces and routes are never
+# read or changed. Deleting the namespaces destroys the veths and the bridge.
+#
+# Usage (root; from the build directory or with BUILD set):
+#   contrib/testbed/testbed.sh [-n PEERS] [-b BWFILE] [-o OUTDIR] [-N NAME]
+#                              [-l LIMIT_S] gossip|ddp [GOSSIPD OPTION]...
+# BWFILE, '#' comments allowed, rates in Mbit/s:
+#   one number per line (peer 0, 1, ...): that peer's access link, shaped
+#     with tbf both ways (its egress, and the hub's egress towards it), so
+#     all its flows share it, as behind a real slow uplink;
+#   PEERS numbers per line (an N x N matrix): row i column j is the rate of
+#     i -> j, shaped with one htb class per destination on i's egress.
+#   Without -b the links are unshaped.
+# Environment (defaults in brackets): BUILD [.], PYTHON [/usr/bin/python3],
+#   EPOCHS [20] SEED [1] EVAL_EVERY [40] EVAL_SAMPLES [2000] DDP_LR [0.05]
+#   POLL [0.5] seconds between status samples, SUBNET [10.77.0] (a /24),
+#   PORT [26000], LINK_POLL [2] seconds between `peers` samples.
+# Output, in the layout of contrib/bench/gossip.sh so gossip_report.py reads
+# it: OUTDIR/raw/NAME/ (meta.json, pids, p*.log, status.txt, ckpt*/, or
+# w*.out for DDP; shaping.txt: the qdiscs as installed), plus
+# OUTDIR/NAME-status.csv (t_s, peer, step, accuracy, bytes_sent, exchanges,
+# consensus_distance, state) and OUTDIR/NAME-links.csv (t_s, peer, link,
+# bandwidth, rtt, selected, exchanges) from the `status` and `peers` polls.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=${BUILD:-.}
+python=${PYTHON:-/usr/bin/python3}
+epochs=${EPOCHS:-20}
+seed=${SEED:-1}
+eval_every=${EVAL_EVERY:-40}
+eval_samples=${EVAL_SAMPLES:-2000}
+ddp_lr=${DDP_LR:-0.05}
+poll=${POLL:-0.5}
+link_poll=${LINK_POLL:-2}
+subnet=${SUBNET:-10.77.0}
+port=${PORT:-26000}
+npeers=8
+bwfile=
+out=./testbed-out
+name=
+limit=300
+
+usage() {
+	sed -n '/^# Usage/,/^# Output/p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+
+while getopts n:b:o:N:l:h o; do
+	case $o in
+	n) npeers=$OPTARG ;;
+	b) bwfile=$OPTARG ;;
+	o) out=$OPTARG ;;
+	N) name=$OPTARG ;;
+	l) limit=$OPTARG ;;
+	*) usage ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || usage
+job=$1
+shift
+case $job in gossip|ddp) ;; *) usage ;; esac
+[ -n "$name" ] || name=$job
+case $npeers in ''|*[!0-9]*) usage ;; esac
+if [ "$npeers" -lt 2 ] || [ "$npeers" -gt 200 ]; then
+	echo "testbed.sh: 2..200 peers" >&2
+	exit 2
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "testbed.sh: needs root (ip netns, tc)" >&2
+	exit 2
+fi
+gossipd=$(cd "$build" && pwd)/src/gossipd
+gossipctl=$(cd "$build" && pwd)/src/gossipctl
+if [ "$job" = gossip ]; then
+	for f in "$gossipd" "$gossipctl"; do
+		[ -x "$f" ] && continue
+		echo "testbed.sh: $f not found: make src/gossipd src/gossipctl, or set BUILD" >&2
+		exit 2
+	done
+fi
+
+mkdir -p "$out/raw"
+out=$(cd "$out" && pwd)
+dir=$out/raw/$name
+rm -rf "${dir:?}"
+mkdir -p "$dir"
+# Unique names, so two testbeds (or a crashed one) never collide.
+tag=tb$$
+hub=$tag-hub
+ctl=$(mktemp -d /tmp/testbed.XXXXXX)
+chmod 700 "$ctl"
+pids=
+made=
+
+ns() { echo "$tag-p$1"; }
+addr() { echo "$subnet.$(($1 + 1))"; }
+now() { date +%s.%N; }
+
+teardown() {
+	set +e
+	# Our own processes: TERM (gossipd leaves cleanly), KILL after 3 s.
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	n=0
+	while [ $n -lt 30 ]; do
+		alive=0
+		for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ $alive -eq 0 ] && break
+		sleep 0.1
+		n=$((n + 1))
+	done
+	for p in $pids; do kill -9 "$p" 2>/dev/null; done
+	# Anything else still inside our namespaces was started by us too.
+	for s in $made; do
+		for p in $(ip netns pids "$s" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+	done
+	for p in $pids; do wait "$p" 2>/dev/null; done
+	pids=
+	for s in $made; do ip netns del "$s" 2>/dev/null; done
+	made=
+	rm -rf "$ctl"
+}
+trap teardown EXIT
+trap 'echo "testbed.sh: interrupted" >&2; exit 130' INT TERM HUP
+
+# rate_args MBIT: tbf parameters; burst 5 ms of the rate (at least two
+# frames) so a 9 KB message cannot slip through in one burst at low rates.
+tbf_args() {
+	echo "$1" | awk '{ r = $1 * 1e6 / 8; b = r * 0.005; if (b < 3100) b = 3100;
+		l = r * 0.2; if (l < 64 * 1024) l = 64 * 1024;
+		printf "rate %gmbit burst %d limit %d", $1, b, l + b }'
+}
+
+# --- network ---------------------------------------------------------------
+ip netns add "$hub"
+made=$hub
+ip -n "$hub" link set lo up
+ip -n "$hub" link add br0 type bridge
+ip -n "$hub" link set br0 up
+i=0
+while [ $i -lt "$npeers" ]; do
+	s=$(ns $i)
+	ip netns add "$s"
+	made="$made $s"
+	# Created inside the hub namespace and moved straight into the peer's:
+	# neither end ever exists in the host's namespace.
+	ip -n "$hub" link add "v$i" type veth peer name eth0 netns "$s"
+	ip -n "$hub" link set "v$i" master br0 up
+	ip -n "$s" link set lo up
+	ip -n "$s" addr add "$(addr $i)/24" dev eth0
+	ip -n "$s" link set eth0 up
+	i=$((i + 1))
+done
+
+if [ -n "$bwfile" ]; then
+	rates=$(sed 's/#.*//' "$bwfile" | awk 'NF')
+	rows=$(echo "$rates" | wc -l)
+	cols=$(echo "$rates" | head -n 1 | awk '{ print NF }')
+	if [ "$rows" -ne "$npeers" ] || { [ "$cols" -ne 1 ] && [ "$cols" -ne "$npeers" ]; }; then
+		echo "testbed.sh: $bwfile: want $npeers lines of 1 or $npeers rates, got $rows x $cols" >&2
+		exit 2
+	fi
+	i=0
+	echo "$rates" | while read -r line; do
+		s=$(ns $i)
+		if [ "$cols" -eq 1 ]; then
+			# shellcheck disable=SC2046 # tbf_args is a list of words
+			tc -n "$s" qdisc add dev eth0 root tbf $(tbf_args "$line")
+			# shellcheck disable=SC2046
+			tc -n "$hub" qdisc add dev "v$i" root tbf $(tbf_args "$line")
+		else
+			tc -n "$s" qdisc add dev eth0 root handle 1: htb default 999
+			tc -n "$s" class add dev eth0 parent 1: classid 1:999 htb rate 10gbit
+			j=0
+			for r in $line; do
+				if [ $j -ne $i ]; then
+					tc -n "$s" class add dev eth0 parent 1: classid "1:$((j + 1))" \
+						htb rate "${r}mbit" ceil "${r}mbit" burst 3100 cburst 3100
+					tc -n "$s" filter add dev eth0 parent 1: protocol ip prio 1 u32 \
+						match ip dst "$(addr $j)/32" flowid "1:$((j + 1))"
+				fi
+				j=$((j + 1))
+			done
+		fi
+		i=$((i + 1))
+	done
+fi
+for s in $made; do
+	echo "== $s"
+	tc -n "$s" qdisc show
+	tc -n "$s" class show dev eth0 2>/dev/null || true
+done >"$dir/shaping.txt"
+
+# --- job -------------------------------------------------------------------
+any_alive() {
+	for p in $pids; do kill -0 "$p" 2>/dev/null && return 0; done
+	return 1
+}
+
+list=
+i=0
+while [ $i -lt "$npeers" ]; do
+	list="$list${list:+,}$(addr $i):$port"
+	i=$((i + 1))
+done
+
+t0=$(now)
+: >"$dir/pids"
+if [ "$job" = gossip ]; then
+	"$gossipctl" keygen "$ctl/key" >/dev/null
+	echo "== $name: $npeers gossipd peers in namespaces, $* ($epochs epochs)" >&2
+	i=0
+	while [ $i -lt "$npeers" ]; do
+		mkdir -p "$dir/ckpt$i"
+		ip netns exec "$(ns $i)" "$gossipd" -f --listen "$(addr $i):$port" \
+			--key-file "$ctl/key" --peers "$list" --shard "$i/$npeers" \
+			--control "$ctl/p$i.sock" --job "tb-$name" --seed "$seed" \
+			--epochs "$epochs" --eval-every "$eval_every" \
+			--eval-samples "$eval_samples" --checkpoint-dir "$dir/ckpt$i" \
+			--checkpoint-every 100000000 --checkpoint-keep 1 "$@" \
+			2>"$dir/p$i.log" &
+		pids="$pids $!"
+		echo "$i $!" >>"$dir/pids"
+		i=$((i + 1))
+	done
+	kind=gossipd
+	opts="$*"
+else
+	echo "== $name: $npeers PyTorch DDP workers (gloo) in namespaces, lr $ddp_lr ($epochs epochs)" >&2
+	r=0
+	while [ $r -lt "$npeers" ]; do
+		TB_INIT="tcp://$(addr 0):$port" GLOO_SOCKET_IFNAME=eth0 \
+			OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+			ip netns exec "$(ns $r)" "$python" "$here/ddp_ns.py" \
+			--rank "$r" --world "$npeers" --port "$port" --epochs "$epochs" \
+			--lr "$ddp_lr" --seed "$seed" --eval-every "$eval_every" \
+			--eval-samples "$eval_samples" \
+			>"$dir/w$r.out" 2>"$dir/w$r.err" &
+		pids="$pids $!"
+		echo "$r $!" >>"$dir/pids"
+		r=$((r + 1))
+	done
+	kind=ddp
+	opts="gloo lr $ddp_lr"
+fi
+printf '{"system":"%s","kind":"%s","t0":%s,"peers":%d,"epochs":%s,"options":"%s","bwfile":"%s"}\n' \
+	"$name" "$kind" "$t0" "$npeers" "$epochs" "$opts" "$bwfile" >"$dir/meta.json"
+
+: >"$dir/status.txt"
+: >"$dir/links.txt"
+last_links=0
+timeout=0
+while any_alive; do
+	t=$(now)
+	if [ "$(echo "$t - $t0 > $limit" | bc)" = 1 ]; then
+		echo "testbed.sh: $name ran past ${limit}s; stopping it" >&2
+		echo timeout >"$dir/timeout"
+		timeout=1
+		break
+	fi
+	if [ "$job" = gossip ]; then
+		links=$(echo "$t - $last_links >= $link_poll" | bc)
+		[ "$links" = 1 ] && last_links=$t
+		i=0
+		while [ $i -lt "$npeers" ]; do
+			if st=$("$gossipctl" -s "$ctl/p$i.sock" --json status 2>/dev/null); then
+				echo "$(now) $i $st" >>"$dir/status.txt"
+			fi
+			if [ "$links" = 1 ] &&
+			    st=$("$gossipctl" -s "$ctl/p$i.sock" --json peers 2>/dev/null); then
+				echo "$(now) $i $st" >>"$dir/links.txt"
+			fi
+			i=$((i + 1))
+		done
+	fi
+	sleep "$poll"
+done
+
+# Exit codes, as gossip.sh records them.
+: >"$dir/rc"
+if [ $timeout -eq 0 ]; then
+	for p in $pids; do
+		rc=0
+		wait "$p" || rc=$?
+		echo "$p $rc" >>"$dir/rc"
+	done
+	pids=
+fi
+teardown
+trap - EXIT
+
+if [ "$job" = gossip ]; then
+	"$python" "$here/status_csv.py" "$dir" "$out/$name-status.csv" "$out/$name-links.csv"
+fi
+echo "testbed.sh: $name done in $(echo "$(now) - $t0" | bc | cut -c1-6) s; raw output in $dir" >&2
+[ $timeout -eq 0 ]
