@@ -578,9 +578,9 @@ gossip_tick(struct gossip *g, double now)
 		g->timeouts++;
 		g->failed++;
 		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes);
-		return -1;
 	}
-	return g->deadline;
+	/* The done callback may have started the next exchange already. */
+	return g->active ? g->deadline : -1;
 }
 
 int

@@ -43,6 +43,7 @@ struct peer {
 };
 
 static struct peer peers[2];
+static int restart_on_done;
 
 static int
 fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
@@ -73,11 +74,12 @@ fake_done(void *arg, const char *addr, double now, enum gossip_result r, size_t 
 	struct peer *p = arg;
 
 	(void)addr;
-	(void)now;
 	(void)bytes;
 	(void)seconds;
 	p->last = r;
 	p->done++;
+	if (restart_on_done && r == GOSSIP_FAILED)
+		gossip_start(p->g, now, peers[1 - p->idx].addr);
 }
 
 static uint64_t
@@ -202,6 +204,7 @@ test_busy_timeout_malformed(void)
 {
 	float *a0, *a1;
 	uint8_t junk[10] = { 1 };
+	double next;
 
 	/* Dense: both ask at once, each sees the other busy. */
 	setup(GOSSIP_DENSE, GOSSIP_FP32, 1.0, "40-20-10", "40-20-10");
@@ -233,6 +236,16 @@ test_busy_timeout_malformed(void)
 	CHECK(gossip_active(peers[0].g));
 	gossip_tick(peers[0].g, 3.0);
 	CHECK(!gossip_active(peers[0].g) && peers[0].last == GOSSIP_FAILED);
+
+	/* An exchange the done callback starts at once keeps its deadline. */
+	restart_on_done = 1;
+	CHECK(gossip_start(peers[0].g, 4.0, peers[1].addr) == 0);
+	pump(1);
+	next = gossip_tick(peers[0].g, 6.5);
+	CHECKF(next == 8.5, "next deadline %g, want 8.5", next);
+	restart_on_done = 0;
+	gossip_tick(peers[0].g, 9.0);
+	pump(1);
 
 	/* Garbage and truncated messages change nothing. */
 	a0 = snap(peers[0].m);
