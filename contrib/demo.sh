@@ -22,8 +22,11 @@ leave_all() {
 		./src/gossipctl -s "$dir/p$i.sock" leave >/dev/null 2>&1 || true
 	done
 }
-trap 'echo; echo "leaving..."; leave_all; interrupted=1' INT TERM
+# Ctrl-C reaches the peers too (one process group): they leave by
+# themselves. The trap only ends the monitoring loop; doing more inside it
+# could interrupt a command substitution half-way.
 interrupted=0
+trap 'interrupted=1' INT TERM
 
 ./src/gossipctl keygen "$dir/job.key" >/dev/null
 peers=
@@ -45,8 +48,11 @@ done
 echo "$N peers on 127.0.0.1:$BASE-$((BASE + N - 1)), job key and logs in $dir"
 echo "   time  peer  state     step     acc    loss  exch  consensus   sent MB"
 
+# From here on a failing gossipctl or jq (one killed by Ctrl-C, say) must
+# not end the script before it reports.
+set +e
 start=$(date +%s)
-while :; do
+while [ $interrupted -eq 0 ]; do
 	done_n=0
 	for i in $(seq 0 $((N - 1))); do
 		s=$(./src/gossipctl -s "$dir/p$i.sock" --json status 2>/dev/null) || continue
@@ -55,17 +61,34 @@ while :; do
 		[ "$(echo "$s" | jq -r .state)" = done ] && done_n=$((done_n + 1))
 	done
 	[ $done_n -eq $N ] || [ $interrupted -eq 1 ] && break
+	alive=0
+	for p in $pids; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+	if [ $alive -eq 0 ]; then
+		echo "every peer has exited; their logs:"
+		tail -n 3 "$dir"/p*.log
+		exit 1
+	fi
 	sleep 2
 done
 
 echo
-echo "final:"
-for i in $(seq 0 $((N - 1))); do
-	./src/gossipctl -s "$dir/p$i.sock" --json status 2>/dev/null | jq -r --arg i "$i" \
-		'"  peer \($i): test accuracy \(.accuracy), \(.exchanges) exchanges, sent \(.bytes_sent/1e6*100|round/100) MB, received \(.bytes_received/1e6*100|round/100) MB, \(.elapsed*10|round/10) s"' || true
-done
-leave_all
+if [ $interrupted -eq 1 ]; then
+	echo "interrupted: the peers leave (final evaluation on the whole test set):"
+	leave_all
+else
+	echo "final:"
+	for i in $(seq 0 $((N - 1))); do
+		./src/gossipctl -s "$dir/p$i.sock" --json status 2>/dev/null | jq -r --arg i "$i" \
+			'"  peer \($i): test accuracy \(.accuracy), \(.exchanges) exchanges, sent \(.bytes_sent/1e6*100|round/100) MB, received \(.bytes_received/1e6*100|round/100) MB, \(.elapsed*10|round/10) s"'
+	done
+	leave_all
+fi
 rc=0
 for p in $pids; do wait "$p" || rc=1; done
 pids=
+if [ $interrupted -eq 1 ]; then
+	for i in $(seq 0 $((N - 1))); do
+		sed -n "s/.*done: \(.*\)/  peer $i: \1/p" "$dir/p$i.log"
+	done
+fi
 exit $rc
