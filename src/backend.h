@@ -49,6 +49,10 @@ struct backend {
 	const struct backend_ops *ops;
 	struct model_spec spec;
 	size_t d;
+	/* 1 if gather may run while forward_backward runs on another thread:
+	 * both only read the parameters (true for cpu; cuda shares one stream
+	 * and its staging buffers, so it stays exclusive). */
+	int concurrent_reads;
 };
 
 int backend_cpu_new(const struct model_spec *spec, const struct backend_opts *o,

@@ -405,6 +405,7 @@ backend_cpu_new(const struct model_spec *spec, const struct backend_opts *o,
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return errbuf_set(err, -ENOMEM, "no memory for the cpu backend");
 	c->base.ops = &cpu_ops;
+	c->base.concurrent_reads = 1;
 	c->base.spec = *spec;
 	c->max_batch = o->max_batch;
 	for (int l = 0; l < L; l++) {

@@ -1,7 +1,8 @@
 /*
  * model: see model.h. This file owns what is the same on every backend:
  * the spec grammar, the deterministic initialisation, device selection, the
- * lock, and range validation for gossip. The backend does the arithmetic.
+ * lock and the queue of deferred mixes (see model.h), and range validation
+ * for gossip. The backend does the arithmetic.
  *
  * Initialisation is a pure function of (spec, seed): the weights are He
  * normal draws (std sqrt(2/fan_in)) from the counter-based rng streams, so
@@ -22,11 +23,29 @@
 #include "model.h"
 #include "rng.h"
 
+/* A mix that could not be applied at once: its ranges and values sit in
+ * the pending arrays until the trainer applies it after its update. */
+struct model_mix {
+	size_t r0, nr;        /* into pending_r */
+	size_t v0;            /* into pending_v */
+};
+
 /* The public struct model, plus what only this file needs. */
 struct model_priv {
 	struct model pub;
 	int max_batch;
+	pthread_mutex_t mix_lock;     /* guards the pending mixes */
+	struct model_mix *mixes;
+	size_t nmix, mixcap;
+	struct model_range *pending_r;
+	size_t nr, rcap;
+	float *pending_v;
+	size_t nv, vcap;
 };
+
+/* Queued mixes hold at most this many models' worth of values; past it a
+ * mix waits for the lock instead (bounded memory if the trainer stalls). */
+#define MODEL_PENDING_MODELS 4
 
 #define MODEL_SIZE_MAX 65536
 
@@ -217,12 +236,13 @@ model_new(const struct model_spec *spec, const char *device, int threads,
 		goto out;
 	}
 	mp = xcalloc(1, sizeof(*mp));
-	if ((rc = pthread_mutex_init(&mp->pub.lock, NULL)) != 0) {
+	if ((rc = pthread_rwlock_init(&mp->pub.lock, NULL)) != 0) {
 		free(mp);
 		mp = NULL;
-		rc = errbuf_set(err, -rc, "pthread_mutex_init failed");
+		rc = errbuf_set(err, -rc, "pthread_rwlock_init failed");
 		goto out;
 	}
+	pthread_mutex_init(&mp->mix_lock, NULL);
 	mp->pub.spec = *spec;
 	mp->pub.d = d;
 	mp->pub.be = be;
@@ -245,8 +265,74 @@ model_free(struct model *m)
 	if (m == NULL)
 		return;
 	m->be->ops->free(m->be);
-	pthread_mutex_destroy(&m->lock);
+	pthread_rwlock_destroy(&m->lock);
+	pthread_mutex_destroy(&mp->mix_lock);
+	free(mp->mixes);
+	free(mp->pending_r);
+	free(mp->pending_v);
 	free(mp);
+}
+
+/* Apply queued mixes in arrival order; the caller holds the lock
+ * exclusively. Each mix is applied on its own, since two may overlap. */
+static int
+model_flush_mixes(struct model_priv *mp)
+{
+	struct backend *be = mp->pub.be;
+	int rc = 0;
+
+	pthread_mutex_lock(&mp->mix_lock);
+	for (size_t i = 0; i < mp->nmix && rc == 0; i++) {
+		const struct model_mix *x = &mp->mixes[i];
+
+		rc = be->ops->average_in(be, mp->pending_r + x->r0, x->nr, mp->pending_v + x->v0);
+	}
+	mp->nmix = mp->nr = mp->nv = 0;
+	pthread_mutex_unlock(&mp->mix_lock);
+	return rc;
+}
+
+static int
+model_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t n = *cap ? *cap : 16;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	if ((q = realloc(*p, n * elem)) == NULL)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/* Queue a mix for the trainer; -ENOSPC when the queue is full. */
+static int
+model_queue_mix(struct model_priv *mp, const struct model_range *r, size_t nr,
+    const float *values, size_t nv)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&mp->mix_lock);
+	if (mp->nv + nv > MODEL_PENDING_MODELS * mp->pub.d)
+		rc = -ENOSPC;
+	else if ((rc = model_grow((void **)&mp->mixes, &mp->mixcap, mp->nmix + 1,
+	    sizeof(*mp->mixes))) == 0 &&
+	    (rc = model_grow((void **)&mp->pending_r, &mp->rcap, mp->nr + nr,
+	    sizeof(*r))) == 0 &&
+	    (rc = model_grow((void **)&mp->pending_v, &mp->vcap, mp->nv + nv,
+	    sizeof(*values))) == 0) {
+		mp->mixes[mp->nmix++] = (struct model_mix){ mp->nr, nr, mp->nv };
+		memcpy(mp->pending_r + mp->nr, r, nr * sizeof(*r));
+		memcpy(mp->pending_v + mp->nv, values, nv * sizeof(*values));
+		mp->nr += nr;
+		mp->nv += nv;
+	}
+	pthread_mutex_unlock(&mp->mix_lock);
+	return rc;
 }
 
 static int
@@ -272,11 +358,16 @@ model_train_step(struct model *m, const float *x, const uint8_t *y, int n,
 		return -EINVAL;
 	if (!model_labels_valid(m, y, (size_t)n))
 		return -EINVAL;
-	pthread_mutex_lock(&m->lock);
+	/* Forward and backward only read the parameters. */
+	pthread_rwlock_rdlock(&m->lock);
 	rc = m->be->ops->forward_backward(m->be, x, y, n, &l);
+	pthread_rwlock_unlock(&m->lock);
+	pthread_rwlock_wrlock(&m->lock);
 	if (rc == 0)
 		rc = m->be->ops->sgd_step(m->be, h);
-	pthread_mutex_unlock(&m->lock);
+	if (rc == 0)
+		rc = model_flush_mixes(mp);
+	pthread_rwlock_unlock(&m->lock);
 	if (rc == 0 && loss != NULL)
 		*loss = l;
 	return rc;
@@ -303,9 +394,9 @@ model_evaluate(struct model *m, const float *x, const uint8_t *y, size_t n,
 		double ls = 0.0;
 		int c = 0;
 
-		pthread_mutex_lock(&m->lock);
+		pthread_rwlock_rdlock(&m->lock);
 		rc = m->be->ops->evaluate(m->be, x + i * dim, y + i, (int)k, &ls, &c);
-		pthread_mutex_unlock(&m->lock);
+		pthread_rwlock_unlock(&m->lock);
 		loss_sum += ls;
 		correct += (size_t)c;
 	}
@@ -338,9 +429,12 @@ model_gather(struct model *m, const struct model_range *r, size_t nr, float *val
 
 	if ((rc = model_ranges_check(m, r, nr, values)) < 0 || nr == 0)
 		return rc;
-	pthread_mutex_lock(&m->lock);
+	if (m->be->concurrent_reads)
+		pthread_rwlock_rdlock(&m->lock);
+	else
+		pthread_rwlock_wrlock(&m->lock);
 	rc = m->be->ops->gather(m->be, r, nr, values);
-	pthread_mutex_unlock(&m->lock);
+	pthread_rwlock_unlock(&m->lock);
 	return rc;
 }
 
@@ -348,13 +442,25 @@ int
 model_average_in(struct model *m, const struct model_range *r, size_t nr,
     const float *values)
 {
+	struct model_priv *mp = (struct model_priv *)m;
+	size_t nv = 0;
 	int rc;
 
 	if ((rc = model_ranges_check(m, r, nr, values)) < 0 || nr == 0)
 		return rc;
-	pthread_mutex_lock(&m->lock);
-	rc = m->be->ops->average_in(m->be, r, nr, values);
-	pthread_mutex_unlock(&m->lock);
+	/* Apply now if the trainer is between steps; else leave it to the
+	 * trainer's next update, unless the queue is full. */
+	if (pthread_rwlock_trywrlock(&m->lock) != 0) {
+		for (size_t i = 0; i < nr; i++)
+			nv += r[i].len;
+		if (model_queue_mix(mp, r, nr, values, nv) == 0)
+			return 0;
+		pthread_rwlock_wrlock(&m->lock);
+	}
+	rc = model_flush_mixes(mp);
+	if (rc == 0)
+		rc = m->be->ops->average_in(m->be, r, nr, values);
+	pthread_rwlock_unlock(&m->lock);
 	return rc;
 }
 
@@ -365,21 +471,28 @@ model_snapshot(struct model *m, float *x, float *v)
 
 	if (x == NULL)
 		return -EINVAL;
-	pthread_mutex_lock(&m->lock);
-	rc = m->be->ops->get_params(m->be, x, v);
-	pthread_mutex_unlock(&m->lock);
+	pthread_rwlock_wrlock(&m->lock);
+	rc = model_flush_mixes((struct model_priv *)m);
+	if (rc == 0)
+		rc = m->be->ops->get_params(m->be, x, v);
+	pthread_rwlock_unlock(&m->lock);
 	return rc;
 }
 
 int
 model_restore(struct model *m, const float *x, const float *v)
 {
+	struct model_priv *mp = (struct model_priv *)m;
 	int rc;
 
 	if (x == NULL)
 		return -EINVAL;
-	pthread_mutex_lock(&m->lock);
+	pthread_rwlock_wrlock(&m->lock);
+	/* Mixes queued against the old parameters mean nothing now. */
+	pthread_mutex_lock(&mp->mix_lock);
+	mp->nmix = mp->nr = mp->nv = 0;
+	pthread_mutex_unlock(&mp->mix_lock);
 	rc = m->be->ops->set_params(m->be, x, v);
-	pthread_mutex_unlock(&m->lock);
+	pthread_rwlock_unlock(&m->lock);
 	return rc;
 }

@@ -10,9 +10,14 @@
  *
  * The parameters live wherever the backend keeps them (host memory for cpu,
  * device memory for cuda). The trainer thread runs steps; the loop thread
- * reads and mixes slices through model_gather / model_average_in. Both take
- * the model lock, held by the trainer for one step at a time, so a gossip
- * exchange lands between two steps, never inside one.
+ * reads and mixes slices through model_gather / model_average_in, and must
+ * not wait for a whole step to do so (on a busy machine a step takes
+ * milliseconds, and every exchange would wait several of them). So the
+ * lock is a read-write lock: forward and backward only read the
+ * parameters and hold it shared, and gathers run alongside (where the
+ * backend allows); the SGD update holds it exclusively. A mix that finds
+ * the lock taken is queued and applied by the trainer right after its
+ * update, so the loop never waits for more than an update.
  */
 #ifndef GD_MODEL_H
 #define GD_MODEL_H
@@ -48,7 +53,7 @@ struct model {
 	struct model_spec spec;
 	size_t d;
 	struct backend *be;
-	pthread_mutex_t lock;
+	pthread_rwlock_t lock;
 };
 
 /* "784-256-128-10" (an optional "mlp:" prefix is accepted). */

@@ -538,6 +538,62 @@ test_learns(void)
 	model_free(m);
 }
 
+/* A mix that arrives while the trainer holds the lock (mid-step) is
+ * queued, not applied and not waited for; the next update or snapshot
+ * applies queued mixes in order, overlapping ones included. */
+static void
+test_deferred_mix(void)
+{
+	struct model_spec spec;
+	struct model *m;
+	struct errbuf err;
+	struct model_range r1 = { 10, 4 }, r2 = { 12, 4 };
+	float a[4] = { 1, 2, 3, 4 }, b[4] = { 8, 8, 8, 8 };
+	float *x0, *x1, *raw, want;
+	size_t d;
+
+	CHECK(model_spec_parse("12-9-5", &spec, &err) == 0);
+	CHECK(model_new(&spec, "cpu", 1, 4, 3, &m, &err) == 0);
+	d = m->d;
+	x0 = malloc(d * sizeof(float));
+	x1 = malloc(d * sizeof(float));
+	raw = malloc(d * sizeof(float));
+	CHECK(model_snapshot(m, x0, NULL) == 0);
+
+	pthread_rwlock_rdlock(&m->lock);	/* the trainer in forward/backward */
+	CHECK(model_average_in(m, &r1, 1, a) == 0);
+	CHECK(model_average_in(m, &r2, 1, b) == 0);
+	CHECK(m->be->ops->get_params(m->be, raw, NULL) == 0);
+	CHECKF(memcmp(raw, x0, d * sizeof(float)) == 0, "a mix landed mid-step");
+	/* Gathers still run alongside forward/backward on the cpu backend. */
+	CHECK(model_gather(m, &r1, 1, raw) == 0 && raw[0] == x0[10]);
+	pthread_rwlock_unlock(&m->lock);
+
+	CHECK(model_snapshot(m, x1, NULL) == 0);
+	for (size_t i = 0; i < d; i++) {
+		want = x0[i];
+		if (i >= 10 && i < 14)
+			want = (want + a[i - 10]) * 0.5f;
+		if (i >= 12 && i < 16)
+			want = (want + b[i - 12]) * 0.5f;
+		CHECKF(x1[i] == want, "coordinate %zu: %g, want %g", i, x1[i], want);
+	}
+	/* Nothing is applied twice. */
+	CHECK(model_snapshot(m, x0, NULL) == 0);
+	CHECK(memcmp(x0, x1, d * sizeof(float)) == 0);
+	/* A restore drops what was queued against the old parameters. */
+	pthread_rwlock_rdlock(&m->lock);
+	CHECK(model_average_in(m, &r1, 1, a) == 0);
+	pthread_rwlock_unlock(&m->lock);
+	CHECK(model_restore(m, x1, NULL) == 0);
+	CHECK(model_snapshot(m, x0, NULL) == 0);
+	CHECK(memcmp(x0, x1, d * sizeof(float)) == 0);
+	free(x0);
+	free(x1);
+	free(raw);
+	model_free(m);
+}
+
 int
 main(void)
 {
@@ -552,6 +608,7 @@ main(void)
 	test_determinism();
 	test_ranges();
 	test_snapshot_restore();
+	test_deferred_mix();
 	test_sgd_threads();
 	test_learns();
 	return check_exit("test_model");
