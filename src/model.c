@@ -285,7 +285,8 @@ model_flush_mixes(struct model_priv *mp)
 	for (size_t i = 0; i < mp->nmix && rc == 0; i++) {
 		const struct model_mix *x = &mp->mixes[i];
 
-		rc = be->ops->average_in(be, mp->pending_r + x->r0, x->nr, mp->pending_v + x->v0);
+		rc = be->ops->average_in(be, mp->pending_r + x->r0, x->nr,
+		    mp->pending_v + x->v0);
 	}
 	mp->nmix = mp->nr = mp->nv = 0;
 	pthread_mutex_unlock(&mp->mix_lock);
