@@ -459,11 +459,6 @@ fabric_remove(struct fabric *f, fi_addr_t addr)
 	f->doomed[f->ndoomed++] = addr;
 }
 
-size_t
-fabric_max_msg_size(const struct fabric *f)
-{
-	return f->info->ep_attr->max_msg_size;
-}
 
 static void free_fabric(struct fabric *f);
 

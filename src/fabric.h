@@ -96,9 +96,6 @@ int fabric_post(struct fabric *f, struct fabric_op *op);
  */
 int fabric_cancel(struct fabric *f, struct fabric_op *op);
 
-/* The maximum message size and inject size the provider reported. */
-size_t fabric_max_msg_size(const struct fabric *f);
-
 /*
  * Close all handles and the endpoint, then call every op still in flight
  * with -ECANCELED, then cb. The fabric is freed before cb runs.

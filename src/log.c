@@ -27,11 +27,6 @@ log_level_parse(const char *s, enum log_level *out)
 	return -EINVAL;
 }
 
-const char *
-log_level_name(enum log_level l)
-{
-	return log_names[l];
-}
 
 void
 log_set_level(enum log_level l)
@@ -39,11 +34,6 @@ log_set_level(enum log_level l)
 	atomic_store(&log_level, (int)l);
 }
 
-enum log_level
-log_get_level(void)
-{
-	return (enum log_level)atomic_load(&log_level);
-}
 
 void
 log_msg(enum log_level l, const char *fmt, ...)

@@ -10,9 +10,7 @@ enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 /* "error", "warn", "info" or "debug"; -EINVAL otherwise. */
 int log_level_parse(const char *s, enum log_level *out);
-const char *log_level_name(enum log_level l);
 void log_set_level(enum log_level l);
-enum log_level log_get_level(void);
 
 void log_msg(enum log_level l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

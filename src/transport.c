@@ -1065,11 +1065,6 @@ transport_bytes_received(const struct transport *t)
 	return n;
 }
 
-uint64_t
-transport_rejected(const struct transport *t, enum wire_reject r)
-{
-	return (unsigned)r < WIRE_REJ_COUNT ? t->rejected[r] : 0;
-}
 
 static json_t *
 bytes_json(const struct transport *t, const uint64_t *v)

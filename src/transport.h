@@ -99,7 +99,6 @@ void transport_close(struct transport *t, void (*cb)(void *arg), void *arg);
 /* Counters. */
 uint64_t transport_bytes_sent(const struct transport *t);
 uint64_t transport_bytes_received(const struct transport *t);
-uint64_t transport_rejected(const struct transport *t, enum wire_reject r);
 /*
  * Add to obj: "rejected": {reason: n, ..., "total": n},
  * "bytes_sent"/"bytes_received": {type name: n, ..., "total": n},
