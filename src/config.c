@@ -102,6 +102,9 @@ static const struct config_key config_keys[] = {
 	  "saps: consecutive coordinates per mask block (default: 64)" },
 	{ "interval", 0, "STEPS", CT_INT, OFF(interval), 1, 1000000, NULL, 1,
 	  "local steps between the exchanges this peer starts (default: 4)" },
+	{ "lag", 0, "ROUNDS", CT_INT, OFF(lag), 0, 1000, NULL, 1,
+	  "pause training while an exchange this peer started this many rounds ago is"
+	  " still running; 0: never pause (default: 0)" },
 	{ "select", 0, "adaptive|random", CT_CUSTOM, 0, 0, 0, config_parse_select, 1,
 	  "how the partner of an exchange is chosen (default: adaptive)" },
 	{ "bw_ratio", 0, "X", CT_DOUBLE, OFF(bw_ratio), 1, 1e6, NULL, 1,

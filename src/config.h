@@ -45,6 +45,7 @@ struct config {
 	double density;            /* saps: fraction of the model per exchange */
 	int mask_block;            /* saps: coordinates per mask block */
 	int interval;              /* local steps between exchanges this peer starts */
+	int lag;                   /* rounds an exchange may trail the trainer; 0: any */
 	enum select_policy select;
 	double bw_ratio;           /* adaptive: candidates >= max bandwidth / bw_ratio */
 	double stale_after;        /* adaptive: seconds before an unused link is retried */

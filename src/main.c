@@ -27,6 +27,7 @@
 #include "control.h"
 #include "data.h"
 #include "gossip.h"
+#include "pace.h"
 #include "gossipd/control.h"
 #include "log.h"
 #include "member.h"
@@ -68,6 +69,7 @@ struct daemon {
 	struct bootstrap *boot;        /* while a joiner pulls the model */
 	uv_timer_t gossip_timer;       /* exchange and pull deadlines */
 	uv_async_t step_async;         /* the trainer finished a step */
+	struct pace *pace;             /* holds the trainer back (lag); with gossip */
 	uint64_t round_step;           /* step at which the last round began */
 	int busy_retries;              /* partners that answered BUSY this round */
 	struct member_info *info;      /* scratch for member lists */
@@ -148,8 +150,13 @@ daemon_status(struct daemon *d)
 	    "bytes_received", (json_int_t)received, "exchanges",
 	    (json_int_t)(d->gossip ? gossip_exchanges(d->gossip) : 0));
 	if (st != NULL && d->gossip != NULL) {
-		double dist = gossip_consensus_distance(d->gossip);
+		double dist = gossip_consensus_distance(d->gossip), waited;
 		json_t *net = json_object();
+		uint64_t waits;
+
+		pace_stats(d->pace, &waited, &waits);
+		json_object_set_new(st, "lag_wait_s", json_real(waited));
+		json_object_set_new(st, "lag_waits", json_integer((json_int_t)waits));
 
 		json_object_set_new(st, "consensus_distance", dist < 0 ? json_null() :
 		    json_real(dist));
@@ -268,6 +275,8 @@ daemon_apply_gossip(struct daemon *d)
 	daemon_gossip_params(&d->cfg, &gp, &sp);
 	gossip_set_params(d->gossip, &gp);
 	select_set_params(d->select, &sp);
+	if (d->cfg.lag == 0)
+		pace_release(d->pace);
 }
 static void daemon_begin_leave(struct daemon *d, const char *why);
 static void daemon_member_schedule(struct daemon *d);
@@ -415,6 +424,8 @@ daemon_begin_leave(struct daemon *d, const char *why)
 		return;
 	d->leaving = 1;
 	log_info("%s: leaving", why);
+	if (d->pace != NULL)
+		pace_close(d->pace);
 	if (d->trainer != NULL)
 		train_request_stop(d->trainer);
 	else
@@ -627,7 +638,10 @@ daemon_gossip_schedule(struct daemon *d)
 	    next > now ? (uint64_t)((next - now) * 1000.0) + 1 : 0, 0);
 }
 
-/* One exchange with a partner chosen by the select policy. */
+/* One exchange with a partner chosen by the select policy. With lag, the
+ * round holds the trainer from lag rounds after its first step until the
+ * exchange ends, BUSY retries included; a round that starts nothing
+ * releases it at once. */
 static void
 daemon_round(struct daemon *d, const char *exclude)
 {
@@ -639,15 +653,18 @@ daemon_round(struct daemon *d, const char *exclude)
 		return;
 	n = daemon_live_peers(d);
 	partner = select_pick(d->select, now, d->addrs, n, exclude);
-	if (partner == NULL)
-		return;
-	if (gossip_start(d->gossip, now, partner) < 0)
+	if (partner != NULL && gossip_start(d->gossip, now, partner) < 0)
 		select_record(d->select, partner, now, 0, 0, 0);
+	if (gossip_active(d->gossip) && d->cfg.lag > 0)
+		pace_hold(d->pace, d->round_step +
+		    (uint64_t)d->cfg.lag * (uint64_t)d->cfg.interval);
+	else
+		pace_release(d->pace);
 	daemon_gossip_schedule(d);
 }
 
 /* The trainer took a step: start a round every `interval` steps. The
- * trainer never waits for it. */
+ * trainer waits for it only with lag (daemon_notify_step). */
 static void
 daemon_step(uv_async_t *h)
 {
@@ -673,8 +690,11 @@ daemon_gossip_done(void *arg, const char *addr, double now, enum gossip_result r
 	/* BUSY says nothing about the link: neither a sample nor a failure. */
 	if (r != GOSSIP_BUSY)
 		select_record(d->select, addr, now, bytes, seconds, r == GOSSIP_OK);
-	else if (d->busy_retries++ < DAEMON_BUSY_RETRIES)
+	else if (d->busy_retries++ < DAEMON_BUSY_RETRIES) {
 		daemon_round(d, addr);
+		return;
+	}
+	pace_release(d->pace);
 }
 
 /* A joiner starts training once it holds the job's model: it pulls it
@@ -757,7 +777,7 @@ daemon_open_gossip(struct daemon *d, struct errbuf *err)
 
 	daemon_gossip_params(&d->cfg, &gp, &sp);
 	if ((rc = gossip_new(&gp, d->model, &ops, &d->gossip)) < 0 ||
-	    (rc = select_new(&sp, &d->select)) < 0)
+	    (rc = select_new(&sp, &d->select)) < 0 || (rc = pace_new(&d->pace)) < 0)
 		return errbuf_set(err, rc, "gossip: %s", strerror(-rc));
 	gossip_set_ready(d->gossip, !d->must_pull);
 	uv_timer_init(d->loop, &d->gossip_timer);
@@ -921,6 +941,8 @@ daemon_shutdown(struct daemon *d)
 	/* The trainer signals wake and step_async from its thread: it must
 	 * be gone before they close. It has finished or stops after its
 	 * current step (and final checkpoint). */
+	if (d->pace != NULL)
+		pace_close(d->pace);
 	if (d->trainer != NULL) {
 		train_request_stop(d->trainer);
 		train_join(d->trainer);
@@ -954,12 +976,16 @@ daemon_notify(void *arg)
 	uv_async_send(&d->wake);
 }
 
+/* Trainer thread: tell the loop, then wait if an exchange begun lag
+ * rounds ago still runs. */
 static void
-daemon_notify_step(void *arg)
+daemon_notify_step(void *arg, uint64_t step)
 {
 	struct daemon *d = arg;
 
 	uv_async_send(&d->step_async);
+	if (d->pace != NULL)
+		pace_wait(d->pace, step);
 }
 
 static void
@@ -1137,6 +1163,7 @@ daemon_free(struct daemon *d)
 	bootstrap_free(d->boot);
 	gossip_free(d->gossip);
 	select_free(d->select);
+	pace_free(d->pace);
 	free(d->info);
 	free(d->addrs);
 	model_free(d->model);

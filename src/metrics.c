@@ -89,7 +89,7 @@ numeric(json_t *v)
 
 /* Status fields that only grow; every other numeric one is a gauge. */
 static const char *const status_counters[] = {
-	"bytes_sent", "bytes_received", "exchanges",
+	"bytes_sent", "bytes_received", "exchanges", "lag_wait_s", "lag_waits",
 };
 /* Membership leaves that are levels, not running totals. */
 static const char *const member_gauges[] = {

@@ -360,7 +360,7 @@ train_main(void *arg)
 		train_set_step(&t->prog, &sr);
 		pthread_mutex_unlock(&t->mu);
 		if (t->hooks.step != NULL)
-			t->hooks.step(t->hooks.arg);
+			t->hooks.step(t->hooks.arg, step);
 		if (t->hooks.notify != NULL && now - last_notify >= TRAIN_NOTIFY_INTERVAL) {
 			last_notify = now;
 			t->hooks.notify(t->hooks.arg);

@@ -40,11 +40,13 @@ struct train_progress {
 
 struct trainer;
 
-/* Calls from the trainer thread to its owner; each must be cheap and
- * thread-safe (the daemon's do uv_async_send). */
+/* Calls from the trainer thread to its owner; each must be thread-safe
+ * (the daemon's do uv_async_send). step may block, outside every lock of
+ * the trainer and the model: that is how the daemon paces training to its
+ * exchanges (pace.h). */
 struct train_hooks {
 	void (*notify)(void *arg);   /* progress worth showing (<= 4/s) */
-	void (*step)(void *arg);     /* after every step (may be NULL) */
+	void (*step)(void *arg, uint64_t step); /* after every step (may be NULL) */
 	void *arg;
 };
 
