@@ -317,7 +317,7 @@ def main():
               if ddp and ddp["t_target_mean"] is not None else None)
     for x in summary:
         opts = x["options"].split()
-        part = opts[opts.index("--partition") + 1] if "--partition" in opts else ""
+        part = opts[opts.index("--partition") + 1] if "--partition" in opts else "iid"
         if x["kind"] == "ddp":
             label = "PyTorch DDP (gloo, %s)" % x["options"].replace("gloo ", "")
         else:

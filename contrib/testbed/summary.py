@@ -123,11 +123,21 @@ def fmt(v, f="%.2f"):
     return "not reached" if v is None else f % v
 
 
+def verdict(r, goal):
+    if r is None:
+        return "n/a"
+    if goal is None:
+        return "for comparison, no goal"
+    return "goal <= %.2f: %s" % (goal, "met" if r <= goal else "NOT met")
+
+
 def compare(md, systems, a, b, goal, what):
-    """Table of per-system medians and the ratio a/b of time to target."""
+    """Table of the per-system medians of a and b and the ratio a/b of time
+    to target (goal None: shown for comparison only)."""
     groups = {}
     for s in systems:
-        groups.setdefault(base(s["system"]), []).append(s)
+        if base(s["system"]) in (a, b):
+            groups.setdefault(base(s["system"]), []).append(s)
     md.append("| system | runs | time to target from first peer's training start, s (each run) "
               "| median | from last peer's training start, s (each run) | median "
               "| final acc. mean (full test set) | runs failed or timed out |")
@@ -148,12 +158,12 @@ def compare(md, systems, a, b, goal, what):
             ", ".join("%.4f" % x for x in fa) or "n/a", bad))
     r = med[a] / med[b] if med.get(a) and med.get(b) else None
     md.append("")
-    md.append("**%s: time to target %s / %s = %s** from the first peer's start (goal <= %.2f: %s)" % (
-        what, a, b, fmt(r), goal, "n/a" if r is None else ("met" if r <= goal else "NOT met")))
+    md.append("**%s: time to target %s / %s = %s** from the first peer's start (%s)" % (
+        what, a, b, fmt(r), verdict(r, goal)))
     r = med_all[a] / med_all[b] if med_all.get(a) and med_all.get(b) else None
     md.append("")
-    md.append("**%s: time to target %s / %s = %s** from the last peer's start (goal <= %.2f: %s)" % (
-        what, a, b, fmt(r), goal, "n/a" if r is None else ("met" if r <= goal else "NOT met")))
+    md.append("**%s: time to target %s / %s = %s** from the last peer's start (%s)" % (
+        what, a, b, fmt(r), verdict(r, goal)))
     md.append("")
 
 
@@ -177,6 +187,7 @@ def main():
     md.append("")
 
     for suite, title in (("hetero", "Testbed: 4 fast + 4 slow (50x) links, adaptive vs random"),
+                         ("twosite", "Testbed: two sites of 4, 100 Mbit/s inside, 2 Mbit/s between"),
                          ("uniform", "Testbed: every link ~100 Mbit/s, gossipd saps 1% vs PyTorch DDP"),
                          ("gossip", "Loopback: saps vs dense vs DDP")):
         systems = rows(os.path.join(out, suite, "summary.csv"))
@@ -187,8 +198,12 @@ def main():
         names = {base(s["system"]) for s in systems}
         for s in systems:
             s["t_last_start"] = last_start(out, suite, s["system"])
-        if suite == "hetero" and {"adaptive", "random"} <= names:
-            compare(md, systems, "adaptive", "random", 0.6, "adaptive vs random")
+        if suite in ("hetero", "twosite") and {"adaptive", "random"} <= names:
+            compare(md, systems, "adaptive", "random", 0.6,
+                    "adaptive vs random, paced (--lag)")
+        if suite == "hetero" and {"adaptive-free", "random-free"} <= names:
+            compare(md, systems, "adaptive-free", "random-free", None,
+                    "adaptive vs random, free-running (--lag 0)")
         if suite == "uniform" and {"saps", "ddp"} <= names:
             compare(md, systems, "saps", "ddp", 0.5, "gossip saps 1% vs DDP")
         md.append("Per-run table (gossip_report.py; `from launch` includes process start-up):")

@@ -13,22 +13,33 @@
 # read or changed. Deleting the namespaces destroys the veths and the bridge.
 #
 # Usage (root; from the build directory or with BUILD set):
-#   contrib/testbed/testbed.sh [-n PEERS] [-b BWFILE] [-o OUTDIR] [-N NAME]
-#                              [-l LIMIT_S] gossip|ddp [GOSSIPD OPTION]...
+#   contrib/testbed/testbed.sh [-n PEERS] [-b BWFILE] [-c PERCENT]
+#                              [-o OUTDIR] [-N NAME] [-l LIMIT_S]
+#                              gossip|ddp [GOSSIPD OPTION]...
 # BWFILE, '#' comments allowed, rates in Mbit/s:
 #   one number per line (peer 0, 1, ...): that peer's access link, shaped
 #     with tbf both ways (its egress, and the hub's egress towards it), so
 #     all its flows share it, as behind a real slow uplink;
 #   PEERS numbers per line (an N x N matrix): row i column j is the rate of
-#     i -> j, shaped with one htb class per destination on i's egress.
+#     i -> j, shaped with one htb class per destination on i's egress,
+#     where GSO is off: htb would let a 64 KB GSO packet through as one.
 #   Without -b the links are unshaped.
+# PERCENT, an integer from 1 to 100 x the host's cores: each peer's CPU time,
+#   in percent of one core, capped with a cgroup of its own (cpu controller:
+#   v1 cpu.cfs_quota_us under /sys/fs/cgroup/cpu, or v2 cpu.max), which the
+#   peer is in from its first instruction, threads and children included.
+#   Every peer then runs as on a node of its own of fixed speed, as in a real
+#   deployment; without -c all peers share the host's cores, and a peer that
+#   waits for the network hands its CPU to the others, which hides the
+#   network's effect. Without -c the peers are not capped.
 # Environment (defaults in brackets): BUILD [.], PYTHON [/usr/bin/python3],
 #   EPOCHS [20] SEED [1] EVAL_EVERY [40] EVAL_SAMPLES [2000] DDP_LR [0.05]
 #   POLL [0.5] seconds between status samples, SUBNET [10.77.0] (a /24),
 #   PORT [26000], LINK_POLL [2] seconds between `peers` samples.
 # Output, in the layout of contrib/bench/gossip.sh so gossip_report.py reads
 # it: OUTDIR/raw/NAME/ (meta.json, pids, p*.log, status.txt, ckpt*/, or
-# w*.out for DDP; shaping.txt: the qdiscs as installed), plus
+# w*.out for DDP; shaping.txt: the qdiscs as installed and the CPU cap;
+# with -c, cpu.txt: every peer's cgroup cpu.stat (throttling) at the end), plus
 # OUTDIR/NAME-status.csv (t_s, peer, step, accuracy, bytes_sent, exchanges,
 # consensus_distance, state) and OUTDIR/NAME-links.csv (t_s, peer, link,
 # bandwidth, rtt, selected, exchanges) from the `status` and `peers` polls.
@@ -51,16 +62,19 @@ bwfile=
 out=./testbed-out
 name=
 limit=300
+cpu=
+cflag=
 
 usage() {
 	sed -n '/^# Usage/,/^# Output/p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
-while getopts n:b:o:N:l:h o; do
+while getopts n:b:c:o:N:l:h o; do
 	case $o in
 	n) npeers=$OPTARG ;;
 	b) bwfile=$OPTARG ;;
+	c) cpu=$OPTARG cflag=1 ;;
 	o) out=$OPTARG ;;
 	N) name=$OPTARG ;;
 	l) limit=$OPTARG ;;
@@ -78,9 +92,50 @@ if [ "$npeers" -lt 2 ] || [ "$npeers" -gt 200 ]; then
 	echo "testbed.sh: 2..200 peers" >&2
 	exit 2
 fi
+if [ -n "$cflag" ]; then
+	cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+	case $cpu in
+	''|0*|*[!0-9]*) cpu_ok=0 ;;
+	*) cpu_ok=1; [ "$cpu" -le $((100 * cores)) ] || cpu_ok=0 ;;
+	esac
+	if [ $cpu_ok -eq 0 ]; then
+		echo "testbed.sh: -c $cpu: want an integer percent of one core, 1..$((100 * cores))" >&2
+		usage
+	fi
+fi
 if [ "$(id -u)" != 0 ]; then
 	echo "testbed.sh: needs root (ip netns, tc)" >&2
 	exit 2
+fi
+# The CPU cap: the cgroup cpu controller, v1 (CFS quota) or v2 (cpu.max).
+# A 10 ms period: a peer that has spent its quota stalls for at most the
+# rest of the period, loop thread included, and with the default 100 ms a
+# 20% peer would go deaf to its partners for up to 80 ms at a time, which
+# is not what a slower node does.
+cg_period=10000
+cg_quota=
+cg_root=
+cg_ver=
+if [ -n "$cpu" ]; then
+	cg_quota=$((cpu * cg_period / 100))
+	if [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ] &&
+	    [ -f /sys/fs/cgroup/cpu/cpu.cfs_period_us ]; then
+		cg_ver=1
+		cg_root=/sys/fs/cgroup/cpu
+	elif [ -f /sys/fs/cgroup/cgroup.controllers ] &&
+	    grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+		cg_ver=2
+		cg_root=/sys/fs/cgroup
+		# Children get cpu.max only if the controller is on below the root.
+		if ! grep -qw cpu "$cg_root/cgroup.subtree_control" &&
+		    ! echo +cpu >"$cg_root/cgroup.subtree_control"; then
+			echo "testbed.sh: -c: cannot enable the cgroup v2 cpu controller in $cg_root/cgroup.subtree_control" >&2
+			exit 2
+		fi
+	else
+		echo "testbed.sh: -c: no usable cgroup cpu controller (neither v1 /sys/fs/cgroup/cpu/cpu.cfs_quota_us nor v2 \"cpu\" in /sys/fs/cgroup/cgroup.controllers)" >&2
+		exit 2
+	fi
 fi
 gossipd=$(cd "$build" && pwd)/src/gossipd
 gossipctl=$(cd "$build" && pwd)/src/gossipctl
@@ -104,10 +159,23 @@ ctl=$(mktemp -d /tmp/testbed.XXXXXX)
 chmod 700 "$ctl"
 pids=
 made=
+cgs=
 
 ns() { echo "$tag-p$1"; }
+# cg I: peer I's cgroup directory ("" without -c)
+cg() { [ -z "$cg_root" ] || echo "$cg_root/$tag-p$1"; }
+# Prefix of every peer's command: puts the process into cgroup $1 (none if
+# empty), then execs the rest, so the peer is in it from its first
+# instruction and keeps the pid that $! gives.
+# shellcheck disable=SC2016 # expanded by that sh, not this one
+incg='[ -z "$1" ] || echo $$ >"$1/cgroup.procs" || exit 126; shift; exec "$@"'
 addr() { echo "$subnet.$(($1 + 1))"; }
 now() { date +%s.%N; }
+
+# cg_kill DIR: KILL every process in cgroup DIR
+cg_kill() {
+	while read -r p; do kill -9 "$p" 2>/dev/null; done 2>/dev/null <"$1/cgroup.procs"
+}
 
 teardown() {
 	set +e
@@ -126,10 +194,30 @@ teardown() {
 	for s in $made; do
 		for p in $(ip netns pids "$s" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
 	done
+	# And anything still in our cgroups.
+	for c in $cgs; do
+		cg_kill "$c"
+	done
 	for p in $pids; do wait "$p" 2>/dev/null; done
 	pids=
 	for s in $made; do ip netns del "$s" 2>/dev/null; done
 	made=
+	# The cgroups, once empty: a killed process leaves its cgroup only when
+	# it is gone, hence the retries.
+	for c in $cgs; do
+		{ echo "== ${c##*/}"; cat "$c/cpu.stat"; } >>"$dir/cpu.txt" 2>/dev/null
+		n=0
+		until rmdir "$c" 2>/dev/null || [ ! -d "$c" ]; do
+			n=$((n + 1))
+			if [ $n -ge 50 ]; then
+				echo "testbed.sh: cannot remove cgroup $c" >&2
+				break
+			fi
+			cg_kill "$c"
+			sleep 0.1
+		done
+	done
+	cgs=
 	rm -rf "$ctl"
 }
 trap teardown EXIT
@@ -181,13 +269,21 @@ if [ -n "$bwfile" ]; then
 			# shellcheck disable=SC2046
 			tc -n "$hub" qdisc add dev "v$i" root tbf $(tbf_args "$line")
 		else
+			# One frame a packet: htb sends a packet whenever the class
+			# has tokens left, so a GSO packet of up to 64 KB would cross
+			# at line rate (tbf, above, splits GSO packets itself).
+			ip -n "$s" link set eth0 gso_max_segs 1
+			# quantum: only silences htb's warning; these classes never
+			# borrow (no parent, ceil = rate), so it shapes nothing.
 			tc -n "$s" qdisc add dev eth0 root handle 1: htb default 999
-			tc -n "$s" class add dev eth0 parent 1: classid 1:999 htb rate 10gbit
+			tc -n "$s" class add dev eth0 parent 1: classid 1:999 htb \
+				rate 10gbit quantum 60000
 			j=0
 			for r in $line; do
 				if [ $j -ne $i ]; then
 					tc -n "$s" class add dev eth0 parent 1: classid "1:$((j + 1))" \
-						htb rate "${r}mbit" ceil "${r}mbit" burst 3100 cburst 3100
+						htb rate "${r}mbit" ceil "${r}mbit" burst 3100 cburst 3100 \
+						quantum 60000
 					tc -n "$s" filter add dev eth0 parent 1: protocol ip prio 1 u32 \
 						match ip dst "$(addr $j)/32" flowid "1:$((j + 1))"
 				fi
@@ -197,11 +293,43 @@ if [ -n "$bwfile" ]; then
 		i=$((i + 1))
 	done
 fi
-for s in $made; do
-	echo "== $s"
-	tc -n "$s" qdisc show
-	tc -n "$s" class show dev eth0 2>/dev/null || true
-done >"$dir/shaping.txt"
+# --- cpu -------------------------------------------------------------------
+if [ -n "$cpu" ]; then
+	i=0
+	while [ $i -lt "$npeers" ]; do
+		c=$(cg $i)
+		mkdir "$c"
+		cgs="$cgs $c"
+		if [ "$cg_ver" = 1 ]; then
+			echo "$cg_period" >"$c/cpu.cfs_period_us"
+			echo "$cg_quota" >"$c/cpu.cfs_quota_us"
+		else
+			echo "$cg_quota $cg_period" >"$c/cpu.max"
+		fi
+		i=$((i + 1))
+	done
+fi
+
+{
+	for s in $made; do
+		echo "== $s"
+		tc -n "$s" qdisc show
+		tc -n "$s" class show dev eth0 2>/dev/null || true
+		ip -n "$s" -d link show dev eth0 2>/dev/null |
+			grep -o 'gso_max_segs [0-9]*' || true
+	done
+	echo "== cpu"
+	if [ -n "$cpu" ]; then
+		if [ "$cg_ver" = 1 ]; then
+			lim="cpu.cfs_quota_us $cg_quota, cpu.cfs_period_us $cg_period"
+		else
+			lim="cpu.max $cg_quota $cg_period"
+		fi
+		echo "each peer capped at $cpu% of one core: cgroup v$cg_ver $(cg I), $lim"
+	else
+		echo "not capped"
+	fi
+} >"$dir/shaping.txt"
 
 # --- job -------------------------------------------------------------------
 any_alive() {
@@ -224,7 +352,8 @@ if [ "$job" = gossip ]; then
 	i=0
 	while [ $i -lt "$npeers" ]; do
 		mkdir -p "$dir/ckpt$i"
-		ip netns exec "$(ns $i)" "$gossipd" -f --listen "$(addr $i):$port" \
+		sh -c "$incg" sh "$(cg $i)" \
+			ip netns exec "$(ns $i)" "$gossipd" -f --listen "$(addr $i):$port" \
 			--key-file "$ctl/key" --peers "$list" --shard "$i/$npeers" \
 			--control "$ctl/p$i.sock" --job "tb-$name" --seed "$seed" \
 			--epochs "$epochs" --eval-every "$eval_every" \
@@ -243,6 +372,7 @@ else
 	while [ $r -lt "$npeers" ]; do
 		TB_INIT="tcp://$(addr 0):$port" GLOO_SOCKET_IFNAME=eth0 \
 			OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+			sh -c "$incg" sh "$(cg $r)" \
 			ip netns exec "$(ns $r)" "$python" "$here/ddp_ns.py" \
 			--rank "$r" --world "$npeers" --port "$port" --epochs "$epochs" \
 			--lr "$ddp_lr" --seed "$seed" --eval-every "$eval_every" \
@@ -255,8 +385,8 @@ else
 	kind=ddp
 	opts="gloo lr $ddp_lr"
 fi
-printf '{"system":"%s","kind":"%s","t0":%s,"peers":%d,"epochs":%s,"options":"%s","bwfile":"%s"}\n' \
-	"$name" "$kind" "$t0" "$npeers" "$epochs" "$opts" "$bwfile" >"$dir/meta.json"
+printf '{"system":"%s","kind":"%s","t0":%s,"peers":%d,"epochs":%s,"options":"%s","bwfile":"%s","cpu":%s}\n' \
+	"$name" "$kind" "$t0" "$npeers" "$epochs" "$opts" "$bwfile" "${cpu:-null}" >"$dir/meta.json"
 
 : >"$dir/status.txt"
 : >"$dir/links.txt"
