@@ -112,7 +112,9 @@ typedef int32_t vi16 __attribute__((vector_size(64)));
 #define V 16
 #define VLOAD(v, p) memcpy(&(v), (p), sizeof(vf16))
 #define VSTORE(p, v) memcpy((p), &(v), sizeof(vf16))
-#if defined(__x86_64__)
+/* Not under ThreadSanitizer: it instruments the clones' ifunc resolvers,
+ * which the dynamic loader runs before the sanitizer's runtime exists. */
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define CPU_CLONES
