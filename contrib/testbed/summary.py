@@ -46,7 +46,8 @@ def base(system):
 
 
 def plot(out, suite, systems, target):
-    """Two PNGs for one suite; returns their file names (or [] without gnuplot)."""
+    """Two PNGs for one suite; returns their file names (or [] without gnuplot).
+    Repetitions of a system share its colour and its key entry."""
     if not shutil.which("gnuplot"):
         return []
     start = {s["system"]: fnum(s["t_train_start"]) or 0.0 for s in systems}
@@ -61,15 +62,20 @@ def plot(out, suite, systems, target):
             for r in job:
                 f.write("%s %s %s\n" % (float(r["t_s"]) - start[name], r["mean_accuracy"],
                                         float(r["bytes_sent_per_peer"]) / 1e6))
-        series.append((name, dat))
+        series.append((base(name), dat))
     if not series:
         return []
     pngs = []
     for kind, col, xl in (("time", 1, "seconds from training start"),
                           ("bytes", 3, "MB sent per peer (mean)")):
         png = "%s-%s.png" % (suite, kind)
-        lines = ", ".join("'%s' using %d:2 with lines lw 2 title '%s'" % (d, col, n)
-                          for n, d in series)
+        colours, parts = {}, []
+        for n, d in series:
+            first = n not in colours
+            colours.setdefault(n, len(colours) + 1)
+            parts.append("'%s' using %d:2 with lines lw 2 lc %d %s" % (
+                d, col, colours[n], "title '%s'" % n if first else "notitle"))
+        lines = ", ".join(parts)
         script = ("set terminal pngcairo size 800,500\nset output '%s'\n"
                   "set title '%s: job mean test accuracy (2000 samples)'\n"
                   "set xlabel '%s'\nset ylabel 'accuracy'\nset yrange [0.6:0.9]\n"
