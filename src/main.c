@@ -27,12 +27,12 @@
 #include "control.h"
 #include "data.h"
 #include "gossip.h"
-#include "pace.h"
 #include "gossipd/control.h"
 #include "log.h"
 #include "member.h"
 #include "metrics.h"
 #include "model.h"
+#include "pace.h"
 #include "select.h"
 #include "session.h"
 #include "train.h"
@@ -695,6 +695,10 @@ daemon_gossip_done(void *arg, const char *addr, double now, enum gossip_result r
 		return;
 	}
 	pace_release(d->pace);
+	/* Paced, the trainer is likely waiting at the next round's first
+	 * step: start that round now rather than one step later. */
+	if (d->cfg.lag > 0)
+		daemon_step(&d->step_async);
 }
 
 /* A joiner starts training once it holds the job's model: it pulls it

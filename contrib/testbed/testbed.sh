@@ -31,7 +31,7 @@
 #   Every peer then runs as on a node of its own of fixed speed, as in a real
 #   deployment; without -c all peers share the host's cores, and a peer that
 #   waits for the network hands its CPU to the others, which hides the
-#   network's effect. Without -c the peers are not capped.
+#   network's effect.
 # Environment (defaults in brackets): BUILD [.], PYTHON [/usr/bin/python3],
 #   EPOCHS [20] SEED [1] EVAL_EVERY [40] EVAL_SAMPLES [2000] DDP_LR [0.05]
 #   POLL [0.5] seconds between status samples, SUBNET [10.77.0] (a /24),
