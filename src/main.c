@@ -663,12 +663,11 @@ daemon_round(struct daemon *d, const char *exclude)
 	daemon_gossip_schedule(d);
 }
 
-/* The trainer took a step: start a round every `interval` steps. The
- * trainer waits for it only with lag (daemon_notify_step). */
+/* Start a round if `interval` steps have passed since the last one began.
+ * The trainer waits for it only with lag (daemon_notify_step). */
 static void
-daemon_step(uv_async_t *h)
+daemon_maybe_round(struct daemon *d)
 {
-	struct daemon *d = h->data;
 	uint64_t step;
 
 	if (d->gossip == NULL || d->trainer == NULL || gossip_active(d->gossip))
@@ -679,6 +678,13 @@ daemon_step(uv_async_t *h)
 	d->round_step = step;
 	d->busy_retries = 0;
 	daemon_round(d, NULL);
+}
+
+/* The trainer took a step. */
+static void
+daemon_step(uv_async_t *h)
+{
+	daemon_maybe_round(h->data);
 }
 
 static void
@@ -698,7 +704,7 @@ daemon_gossip_done(void *arg, const char *addr, double now, enum gossip_result r
 	/* Paced, the trainer is likely waiting at the next round's first
 	 * step: start that round now rather than one step later. */
 	if (d->cfg.lag > 0)
-		daemon_step(&d->step_async);
+		daemon_maybe_round(d);
 }
 
 /* A joiner starts training once it holds the job's model: it pulls it
