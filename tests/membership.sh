@@ -9,7 +9,10 @@
 need_data
 [ -x "$PYTHON" ] || skip "no $PYTHON"
 export top_builddir
-$PYTHON "$top_srcdir/tests/member_cluster.py" test "$T" || {
+# The driver's reason goes last, after the peers' logs, so that a reader
+# of only the tail (CI) sees it.
+$PYTHON "$top_srcdir/tests/member_cluster.py" test "$T" 2>"$T/driver.err" || {
 	for f in "$T"/*.log; do echo "== $f"; tail -15 "$f"; done >&2
+	cat "$T/driver.err" >&2
 	fail "membership"
 }

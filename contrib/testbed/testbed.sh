@@ -16,6 +16,11 @@
 #   contrib/testbed/testbed.sh [-n PEERS] [-b BWFILE] [-c PERCENT]
 #                              [-o OUTDIR] [-N NAME] [-l LIMIT_S]
 #                              gossip|ddp [GOSSIPD OPTION]...
+#   contrib/testbed/testbed.sh clean
+# clean removes what testbeds that were SIGKILLed left behind (a testbed
+#   cleans up after itself on any other exit): namespaces tbPID-* and
+#   cgroups tbPID-p* whose testbed.sh (PID) no longer runs, with every
+#   process still in them.
 # BWFILE, '#' comments allowed, rates in Mbit/s:
 #   one number per line (peer 0, 1, ...): that peer's access link, shaped
 #     with tbf both ways (its egress, and the hub's egress towards it), so
@@ -65,6 +70,45 @@ limit=300
 cpu=
 cflag=
 
+# orphan TAG: true if TAG (tbPID) belongs to no running testbed.sh
+orphan() {
+	! grep -qa testbed.sh "/proc/${1#tb}/cmdline" 2>/dev/null
+}
+
+clean_orphans() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "testbed.sh: needs root (ip netns, cgroups)" >&2
+		return 2
+	fi
+	rc=0
+	for s in $(ip netns list 2>/dev/null | awk '{ print $1 }' |
+	    grep -E '^tb[0-9]+-(hub|p[0-9]+)$'); do
+		orphan "${s%%-*}" || continue
+		for p in $(ip netns pids "$s" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+		if ip netns del "$s"; then echo "removed namespace $s"; else rc=1; fi
+	done
+	for c in /sys/fs/cgroup/cpu/tb*-p* /sys/fs/cgroup/tb*-p*; do
+		[ -d "$c" ] || continue
+		t=${c##*/}
+		echo "$t" | grep -qE '^tb[0-9]+-p[0-9]+$' || continue
+		orphan "${t%%-*}" || continue
+		n=0
+		while read -r p; do kill -9 "$p" 2>/dev/null; done <"$c/cgroup.procs" 2>/dev/null
+		until rmdir "$c" 2>/dev/null; do
+			n=$((n + 1))
+			[ $n -lt 50 ] || break
+			sleep 0.1
+		done
+		if [ -d "$c" ]; then
+			echo "testbed.sh: cannot remove cgroup $c" >&2
+			rc=1
+		else
+			echo "removed cgroup $c"
+		fi
+	done
+	return $rc
+}
+
 usage() {
 	sed -n '/^# Usage/,/^# Output/p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
@@ -85,7 +129,12 @@ shift $((OPTIND - 1))
 [ $# -ge 1 ] || usage
 job=$1
 shift
-case $job in gossip|ddp) ;; *) usage ;; esac
+case $job in gossip|ddp|clean) ;; *) usage ;; esac
+if [ "$job" = clean ]; then
+	[ $# -eq 0 ] || usage
+	clean_orphans
+	exit $?
+fi
 [ -n "$name" ] || name=$job
 case $npeers in ''|*[!0-9]*) usage ;; esac
 if [ "$npeers" -lt 2 ] || [ "$npeers" -gt 200 ]; then
