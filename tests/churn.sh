@@ -29,8 +29,22 @@ n=0
 until [ "$(step_of "$T/p0.sock")" -ge 2700 ]; do
 	n=$((n + 1)); [ $n -gt 1200 ] && fail "job did not get going"; sleep 0.1
 done
+# The job is paused while the joiners load their data and open their
+# endpoints: on a machine with cores to spare the job would otherwise
+# finish its budget before they are up. All four pause together, so none
+# of them has anything to suspect the others of.
+kill -STOP "$pid_p0" "$pid_p1" "$pid_p2" "$pid_p3"
 start j4 --listen "$(addr 4)" --join "$(addr 0)" --shard 4/6 --control "$T/j4.sock" $common
 start j5 --listen "$(addr 5)" --join "$(addr 2)" --shard 5/6 --control "$T/j5.sock" $common
+for j in j4 j5; do
+	n=0
+	until grep -q "joining through" "$T/$j.log"; do
+		n=$((n + 1))
+		[ $n -gt 300 ] && fail "$j did not start joining: $(tail -5 "$T/$j.log")"
+		sleep 0.1
+	done
+done
+kill -CONT "$pid_p0" "$pid_p1" "$pid_p2" "$pid_p3"
 for j in j4 j5; do
 	n=0
 	until grep -q "bootstrap: model pulled" "$T/$j.log"; do
@@ -39,6 +53,9 @@ for j in j4 j5; do
 		sleep 0.1
 	done
 done
+kill -0 "$pid_p3" 2>/dev/null || fail "p3 ended before the joiners were in"
+[ "$("$GOSSIPCTL" -s "$T/p3.sock" --json status | json_get state)" = training ] ||
+	fail "p3 is no longer training when it is to be killed"
 kill -9 "$pid_p3"
 ok "2 joiners pulled the model; p3 SIGKILLed at step $(step_of "$T/p0.sock") of p0"
 

@@ -10,7 +10,8 @@ need_data
 "$GOSSIPCTL" keygen "$T/key" >/dev/null || fail "keygen"
 base=$((24200 + $$ % 50 * 8))
 
-# run MODE: a 4-peer job; prints the total bytes sent by all peers.
+# run MODE: a 4-peer job; sets total to the bytes sent by all peers. Not
+# run in a subshell: the daemons' pids must reach lib.sh's cleanup.
 run() {
 	mode=$1
 	peers=""
@@ -39,7 +40,7 @@ run() {
 		$PYTHON -c "import sys; sys.exit(0 if $acc >= 0.80 else 1)" ||
 			fail "$mode peer $i accuracy $acc < 0.80"
 		[ "$ex" -gt 0 ] || fail "$mode peer $i made no exchange"
-		echo "$mode peer $i: accuracy $acc, $ex exchanges, $sent bytes sent" >&2
+		echo "$mode peer $i: accuracy $acc, $ex exchanges, $sent bytes sent"
 		total=$((total + sent))
 	done
 	for i in 0 1 2 3; do "$GOSSIPCTL" -s "$T/$mode$i.sock" leave >/dev/null; done
@@ -47,13 +48,14 @@ run() {
 		eval "p=\$pid_$mode$i"
 		wait_exit "$p" 30 || fail "$mode peer $i exited non-zero"
 	done
-	echo "$total"
 }
 
-saps=$(run saps) || exit 1
+run saps
+saps=$total
 dist=$(json_get consensus_distance <"$T/saps0.json")
 ok "saps: every peer >= 0.80, $saps bytes in all, consensus distance $dist"
-dense=$(run dense) || exit 1
+run dense
+dense=$total
 ratio=$($PYTHON -c "print(round($dense / $saps, 1))")
 $PYTHON -c "import sys; sys.exit(0 if $dense >= 50 * $saps else 1)" ||
 	fail "dense sent only ${ratio}x the bytes of saps ($dense vs $saps)"

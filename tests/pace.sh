@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 need_data
 "$GOSSIPCTL" keygen "$T/key" >/dev/null || fail "keygen"
-base=$((24600 + $$ % 50 * 4))
+base=$((25100 + $$ % 50 * 4))
 list="127.0.0.1:$base,127.0.0.1:$((base + 1))"
 # Long suspicion: the frozen peer stays a member, so only the exchange's
 # own deadline (or the lag setting) frees the trainer.

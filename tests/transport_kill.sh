@@ -25,7 +25,9 @@ wait_line "$WORK/A.log" '^victim-down' $((deadline + 2)) ||
 t1=$(date +%s.%N)
 took=$(echo "$t1 - $t0" | bc)
 echo "sender noticed the kill after ${took}s (deadline ${deadline}s)"
-[ "$(echo "$took <= $deadline + 0.5" | bc)" = 1 ] || die "too slow: ${took}s"
+# The slack covers the sender's 100 ms deadline tick and this script's
+# polling; a deadline that were not honoured would show as 60 s.
+[ "$(echo "$took <= $deadline + 1" | bc)" = 1 ] || die "too slow: ${took}s"
 sleep 0.5
 mv "$WORK/V.log" "$WORK/V-killed.log"
 start_peer V "$PORT_V" $common --id 1 --expect-done 1 ||
