@@ -1192,6 +1192,13 @@ main(int argc, char **argv)
 	uint64_t start_step;
 	int rc, code;
 
+	/* libinfinipath, which libfabric's psm provider pulls in, installs
+	 * SIGTERM and SIGINT handlers from its constructor that print a
+	 * backtrace and let the process run on: a SIGTERM before the loop's
+	 * own handler exists would be swallowed. Until then the default
+	 * action (nothing to clean up yet) is the right one. */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
 	memset(&d, 0, sizeof(d));
 	d.exit_code = 0;
 	rc = config_load(&d.cfg, argc, argv, &err);
@@ -1247,6 +1254,15 @@ main(int argc, char **argv)
 	}
 
 	d.loop = uv_default_loop();
+	/* Before the control socket appears: whoever sees the socket may
+	 * signal us, and a signal must then mean a clean leave, never the
+	 * default death that leaves the socket file behind. It is handled
+	 * once the loop runs, when everything below exists. */
+	uv_signal_init(d.loop, &d.sigterm);
+	uv_signal_init(d.loop, &d.sigint);
+	d.sigterm.data = d.sigint.data = &d;
+	uv_signal_start(&d.sigterm, daemon_signal, SIGTERM);
+	uv_signal_start(&d.sigint, daemon_signal, SIGINT);
 	rc = control_open(d.loop, d.cfg.control, daemon_command, &d, &d.control, &err);
 	if (rc < 0) {
 		log_error("%s", err.msg);
@@ -1257,6 +1273,8 @@ main(int argc, char **argv)
 	if (daemon_open_transport(&d, &code, &err) < 0) {
 		log_error("%s", err.msg);
 		control_close(d.control);
+		uv_close((uv_handle_t *)&d.sigterm, NULL);
+		uv_close((uv_handle_t *)&d.sigint, NULL);
 		uv_run(d.loop, UV_RUN_DEFAULT);
 		uv_loop_close(d.loop);
 		daemon_free(&d);
@@ -1266,11 +1284,6 @@ main(int argc, char **argv)
 	d.wake.data = &d;
 	uv_async_init(d.loop, &d.step_async, daemon_step);
 	d.step_async.data = &d;
-	uv_signal_init(d.loop, &d.sigterm);
-	uv_signal_init(d.loop, &d.sigint);
-	d.sigterm.data = d.sigint.data = &d;
-	uv_signal_start(&d.sigterm, daemon_signal, SIGTERM);
-	uv_signal_start(&d.sigint, daemon_signal, SIGINT);
 
 	if (d.must_pull)
 		log_info("joining through %s: the model comes from donors before training",
