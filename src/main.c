@@ -6,6 +6,7 @@
  * checkpoint files. They meet only through the model lock, the trainer's
  * progress record and a uv_async wake-up.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1183,6 +1184,37 @@ daemon_free(struct daemon *d)
 	config_free(&d->cfg);
 }
 
+/*
+ * libinfinipath, which libfabric's psm provider pulls in, installs handlers
+ * from its constructor for SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGINT and
+ * SIGTERM that print a backtrace and call exit(1) inside the handler. A
+ * crash then looks like a runtime error (exit 1) and leaves no core, and a
+ * SIGTERM before the loop's own handler exists runs exit() at an arbitrary
+ * point (seen: the peer trained on). SIGTERM and SIGINT are ours: default
+ * until the loop handles them. The crash signals get their default action
+ * back only where that library holds them, so a sanitizer's stay.
+ */
+static void
+daemon_reclaim_signals(void)
+{
+	static const int crash[] = { SIGSEGV, SIGBUS, SIGILL, SIGABRT };
+	struct sigaction sa;
+	Dl_info info;
+	size_t i;
+
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	for (i = 0; i < sizeof(crash) / sizeof(crash[0]); i++) {
+		if (sigaction(crash[i], NULL, &sa) != 0 ||
+		    !(sa.sa_flags & SA_SIGINFO))
+			continue;
+		if (dladdr((void *)(uintptr_t)sa.sa_sigaction, &info) != 0 &&
+		    info.dli_fname != NULL &&
+		    strstr(info.dli_fname, "libinfinipath") != NULL)
+			signal(crash[i], SIG_DFL);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1192,13 +1224,7 @@ main(int argc, char **argv)
 	uint64_t start_step;
 	int rc, code;
 
-	/* libinfinipath, which libfabric's psm provider pulls in, installs
-	 * SIGTERM and SIGINT handlers from its constructor that print a
-	 * backtrace and let the process run on: a SIGTERM before the loop's
-	 * own handler exists would be swallowed. Until then the default
-	 * action (nothing to clean up yet) is the right one. */
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
+	daemon_reclaim_signals();
 	memset(&d, 0, sizeof(d));
 	d.exit_code = 0;
 	rc = config_load(&d.cfg, argc, argv, &err);

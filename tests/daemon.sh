@@ -174,3 +174,14 @@ rc=0
 wait_exit "$pid_e" 10 || rc=$?
 [ $rc -eq 143 ] || fail "SIGTERM while loading: exit $rc, want 143"
 ok "SIGTERM while the data loads ends the peer at once"
+
+# A crash is a crash: SIGABRT (which sanitizers leave alone) kills the peer
+# with its default action, not an exit(1) from a library's handler.
+start f --control "$T/ctl/f.sock" --max-steps 100000 --eval-samples 1000 \
+	--listen 127.0.0.1:23994 --key-file "$T/job.key"
+wait_socket "$T/ctl/f.sock"
+kill -ABRT "$pid_f"
+rc=0
+wait_exit "$pid_f" 10 || rc=$?
+[ $rc -eq 134 ] || fail "SIGABRT: exit $rc, want 134 (killed by SIGABRT)"
+ok "SIGABRT is not turned into exit 1"
