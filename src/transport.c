@@ -155,6 +155,39 @@ deadline_of(const struct transport *t, double start, double progress,
 	    (double)len / (double)TRANSPORT_MIN_RATE;
 }
 
+/*
+ * Body bytes one peer may have in flight to another: what bounds the
+ * memory an authenticated peer can make us hold, and what a sender keeps
+ * to so it never trips that bound (two, so one big message can follow
+ * another without a gap). A sender counts until the ACK, the receiver
+ * until the body is in, so the receiver never sees more than was sent.
+ */
+static uint64_t
+body_budget(const struct transport *t)
+{
+	return 2 * wire_body_size(t->ctx.lim.max_message_size);
+}
+
+static uint64_t
+msg_body_bytes(size_t len)
+{
+	return len <= WIRE_INLINE_MAX ? 0 : wire_body_size(len);
+}
+
+/* May a message of len bytes go out to p now, or wait its turn? */
+static int
+peer_window_open(const struct transport *t, const struct tpeer *p, size_t len)
+{
+	const struct tmsg *m;
+	uint64_t busy = 0;
+
+	if (msg_body_bytes(len) == 0)
+		return 1;
+	for (m = p->inflight; m != NULL; m = m->next)
+		busy += msg_body_bytes(m->len);
+	return busy + msg_body_bytes(len) <= body_budget(t);
+}
+
 /* --- finishing messages ------------------------------------------------ */
 
 static void
@@ -411,8 +444,11 @@ peer_expired(const struct transport *t, const struct tpeer *p, double now)
 
 	if (p->out_state == OUT_HELLO && now > p->hs_deadline)
 		return 1;
+	/* Once the session is up, a queued message waits for the window,
+	 * which moves with every ACK. */
 	for (m = p->queue; m != NULL; m = m->next)
-		if (now > deadline_of(t, m->start, 0, m->len))
+		if (now > deadline_of(t, m->start, p->out_state == OUT_READY ?
+		    p->tx_progress : 0, m->len))
 			return 1;
 	for (m = p->inflight; m != NULL; m = m->next)
 		if (now > deadline_of(t, m->start, p->tx_progress, m->len))
@@ -540,6 +576,21 @@ msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 	t->msgs_sent++;
 }
 
+/* Post what the queue holds, in order, as far as the window allows. */
+static void
+peer_drain(struct transport *t, struct tpeer *p)
+{
+	struct tmsg *m;
+
+	while ((m = p->queue) != NULL && p->out_state == OUT_READY &&
+	    peer_window_open(t, p, m->len)) {
+		p->queue = m->next;
+		if (p->queue == NULL)
+			p->queue_tail = NULL;
+		msg_post(t, m, m->plain);
+	}
+}
+
 int
 transport_send(struct transport *t, const char *peer, uint8_t type,
     const void *payload, size_t len, transport_send_cb cb, void *arg)
@@ -564,7 +615,8 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 	m->arg = arg;
 	m->start = util_now();
 	arm_tick(t, TICK_MS);
-	if (p->out_state == OUT_READY && p->queue == NULL) {
+	if (p->out_state == OUT_READY && p->queue == NULL &&
+	    peer_window_open(t, p, len)) {
 		msg_post(t, m, payload);
 		return 0;
 	}
@@ -680,7 +732,6 @@ on_hello_ack(struct transport *t, const uint8_t *buf, size_t len,
 	struct wire_hello hl;
 	struct session out;
 	struct tpeer *p;
-	struct tmsg *m;
 
 	for (p = t->peers; p != NULL; p = p->next)
 		if (p->out_state == OUT_HELLO && session_hello_finish(&t->ctx,
@@ -699,12 +750,7 @@ on_hello_ack(struct transport *t, const uint8_t *buf, size_t len,
 	session_wipe(&out);
 	p->out_state = OUT_READY;
 	t->bytes_recv[WIRE_T_HELLO_ACK] += len;
-	while ((m = p->queue) != NULL && p->out_state == OUT_READY) {
-		p->queue = m->next;
-		if (p->queue == NULL)
-			p->queue_tail = NULL;
-		msg_post(t, m, m->plain);
-	}
+	peer_drain(t, p);
 }
 
 static void
@@ -744,6 +790,7 @@ on_ack(struct transport *t, const uint8_t *buf, size_t len,
 		if (m->seq == seq) {
 			*pm = m->next;
 			msg_finish(t, m, 0);
+			peer_drain(t, p);
 			return;
 		}
 }
@@ -810,6 +857,7 @@ on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
 {
 	struct tpeer *p;
 	struct rxbody *b;
+	uint64_t pending;
 	int rc;
 
 	for (p = t->peers; p != NULL; p = p->next)
@@ -840,6 +888,13 @@ on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
 	}
 	session_replay_update(&p->in, h->seq);
 	p->rx_progress = util_now();
+	pending = 0;
+	for (b = p->bodies; b != NULL; b = b->next)
+		pending += b->size;
+	if (pending + wire_body_size(h->payload_len) > body_budget(t)) {
+		reject(t, WIRE_REJ_OVERSIZE, "bodies in flight over the budget");
+		return;
+	}
 	b = xcalloc(1, sizeof(*b));
 	b->size = (size_t)wire_body_size(h->payload_len);
 	if ((b->buf = malloc(b->size)) == NULL) {

@@ -11,8 +11,13 @@
  * time its payload takes at TRANSPORT_MIN_RATE, counted from its start or
  * from the peer's last progress (an ACK, or a message from it), whichever
  * is later, so a backlog to a live peer drains while a silent peer is
- * given up after one timeout. When a deadline of a peer passes (or the
- * handshake's), the peer is declared unreachable: all its operations fail
+ * given up after one timeout. Bodies in flight between two peers are held
+ * to twice max_message_size: a receiver refuses announcements beyond that
+ * (oversize), and a sender queues its messages to stay within it, so
+ * peers that agree on max_message_size never trip it.
+ *
+ * When a deadline of a peer passes (or the handshake's), the peer is
+ * declared unreachable: all its operations fail
  * (-ETIMEDOUT, or -EHOSTUNREACH when the provider reported an error), they
  * are cancelled in the fabric, its sessions are wiped, its address leaves
  * the address vector and peer_down is called. The next send to it starts

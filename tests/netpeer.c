@@ -723,7 +723,18 @@ evil_step(void)
 		evil_big(T_SINK, 3 << 20, 0);
 		printf("evil: good big message\n");
 		break;
-	case 13:
+	case 13:	/* more announced bodies than the receiver holds */
+		for (n = 0; n < 3; n++) {
+			evil_header(&h, T_SINK, ev.ctx.lim.max_message_size, 0);
+			wire_header_encode(&h, fr);
+			session_seal(&ev.s, fr, h.seq, 0, NULL, 0,
+			    fr + WIRE_HEADER_SIZE);
+			evil_post(FABRIC_OP_SEND, fr,
+			    WIRE_HEADER_SIZE + WIRE_MAC_SIZE, 0);
+		}
+		printf("evil: 3 bodies of max_message_size announced\n");
+		break;
+	case 14:
 		evil_header(&h, T_DONE, 0, 1);
 		n = evil_inline(&h, fr);
 		evil_post(FABRIC_OP_SEND, fr, n, 0);

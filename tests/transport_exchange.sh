@@ -1,7 +1,8 @@
 #!/bin/bash
 # Two and three real endpoints exchange messages from 0 B to 64 MiB, every
-# byte checked (echoed back and compared); key files are made with the real
-# keygen; the verbs provider fails cleanly where there is no RDMA device.
+# byte checked (echoed back and compared), and more big messages at once
+# than a receiver holds (the sender's window); key files are made with the
+# real keygen; the verbs provider fails cleanly where there is no RDMA device.
 [ -n "$BASH_VERSION" ] || exec bash "$0" "$@"
 . "${top_srcdir:-.}/tests/transport_lib.sh"
 command -v jq >/dev/null || { echo "SKIP: jq not installed"; exit 77; }
@@ -37,6 +38,19 @@ wait_pid "$PID_B" 30 || die "two endpoints: receiver failed"
 [ "$(stat_of B .rejected.total)" = 0 ] || die "receiver rejected good traffic"
 [ "$(stat_of A .messages_received)" -ge 14 ] || die "echoes missing"
 echo "two endpoints: ok"
+
+# Twelve 1 MiB messages at once where a peer holds at most 2 x 1.05 MB of
+# bodies from another: the sender's window must queue them, none may be
+# refused, and all come back.
+start_any W $common --max-size 1100000 --id 4 --expect-done 1
+sizes=1048576; for i in $(seq 11); do sizes="$sizes,1048576"; done
+"$NETPEER" --listen "127.0.0.1:$(free_port)" $common --id 3 --max-size 1100000 \
+    --peers "127.0.0.1:$PORT_W" --sizes "$sizes" >"$WORK/window.log" 2>&1 ||
+    die "window: sender failed"
+wait_pid "$PID_W" 30 || die "window: receiver failed"
+[ "$(stat_of W .rejected.total)" = 0 ] || die "window: the receiver refused messages"
+[ "$(stat_of window .messages_received)" -ge 12 ] || die "window: echoes missing"
+echo "window: ok"
 
 # Three endpoints, each sending every size to the two others at once.
 for try in 1 2 3; do

@@ -2,7 +2,8 @@
 # One victim endpoint is fed: raw garbage on its TCP port (random bytes,
 # a connection left half-open), an evil peer with the right key sending
 # every kind of bad message (tampered, truncated, replayed, oversized,
-# wrong version, wrong job, unknown sender, bad handshake, bad bodies), an
+# wrong version, wrong job, unknown sender, bad handshake, bad bodies, more
+# announced bodies than its budget), an
 # endpoint with another job key and one with another job name. Each kind
 # must be refused and counted, nothing of theirs may reach the application,
 # and a good peer must still exchange messages afterwards.
@@ -14,7 +15,9 @@ mkkey "$WORK/key"
 mkkey "$WORK/otherkey"
 common="--job reject --timeout 1500 --deadline 60"
 
-start_any V --key "$WORK/key" $common --id 1 --expect-done 2
+# 16 MiB messages at most: the evil peer's flood of announced bodies is then
+# held to 2 x 16 MiB (the per-peer budget) rather than 2 x 256 MiB.
+start_any V --key "$WORK/key" $common --max-size 16777216 --id 1 --expect-done 2
 V="127.0.0.1:$PORT_V"
 
 # Garbage straight to the listening socket, then a half-open connection
@@ -29,7 +32,7 @@ head -c 20 /dev/urandom >&5
 # The evil peer (listens on its port and the next one).
 p=$(free_port)
 "$NETPEER" --listen "127.0.0.1:$p" --key "$WORK/key" $common --id 2 \
-    --evil "$V" >"$WORK/evil.log" 2>&1 || die "evil peer: the victim misbehaved"
+    --max-size 16777216 --evil "$V" >"$WORK/evil.log" 2>&1 || die "evil peer: the victim misbehaved"
 
 # Another job key, then the right key with another job name: every send
 # must fail (handshake refused), none may be delivered.
@@ -64,7 +67,8 @@ check() {
 check bad_mac 2			# tampered frame, tampered body
 check replay 1			# replayed frame
 check malformed 3		# truncated frame, truncated body, garbage
-check oversize 2		# header over max_message_size, frame over buffer
+check oversize 3		# header over max_message_size, frame over buffer,
+			# the third of 3 announced max-size bodies
 check wrong_version 1
 check wrong_job 2		# evil's frame, the other job's hellos
 check unknown_sender 1
