@@ -36,23 +36,9 @@ done
 kill -STOP "$pid_p0" "$pid_p1" "$pid_p2" "$pid_p3"
 start j4 --listen "$(addr 4)" --join "$(addr 0)" --shard 4/6 --control "$T/j4.sock" $common
 start j5 --listen "$(addr 5)" --join "$(addr 2)" --shard 5/6 --control "$T/j5.sock" $common
-for j in j4 j5; do
-	n=0
-	until grep -q "joining through" "$T/$j.log"; do
-		n=$((n + 1))
-		[ $n -gt 300 ] && fail "$j did not start joining: $(tail -5 "$T/$j.log")"
-		sleep 0.1
-	done
-done
+for j in j4 j5; do wait_log $j "joining through" "start joining"; done
 kill -CONT "$pid_p0" "$pid_p1" "$pid_p2" "$pid_p3"
-for j in j4 j5; do
-	n=0
-	until grep -q "bootstrap: model pulled" "$T/$j.log"; do
-		n=$((n + 1))
-		[ $n -gt 300 ] && fail "$j did not pull the model: $(tail -5 "$T/$j.log")"
-		sleep 0.1
-	done
-done
+for j in j4 j5; do wait_log $j "bootstrap: model pulled" "pull the model"; done
 kill -0 "$pid_p3" 2>/dev/null || fail "p3 ended before the joiners were in"
 [ "$("$GOSSIPCTL" -s "$T/p3.sock" --json status | json_get state)" = training ] ||
 	fail "p3 is no longer training when it is to be killed"

@@ -47,6 +47,17 @@ wait_socket() {
 	done
 }
 
+# wait_log NAME PATTERN WHAT [SECONDS]: until $T/NAME.log has a line
+# matching PATTERN; else fail "NAME did not WHAT" with the log's tail.
+wait_log() {
+	i=0
+	until grep -q -- "$2" "$T/$1.log"; do
+		i=$((i + 1))
+		[ $i -gt $((${4:-30} * 10)) ] && fail "$1 did not $3: $(tail -5 "$T/$1.log")"
+		sleep 0.1
+	done
+}
+
 # wait_exit PID SECONDS: exit status of PID, or fail after SECONDS.
 wait_exit() {
 	i=0
