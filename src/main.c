@@ -571,15 +571,14 @@ daemon_member_timer(uv_timer_t *h)
 static void
 daemon_member_schedule(struct daemon *d)
 {
-	double wait;
+	double now = util_now(), at;
 
 	if (d->member == NULL || d->stopping)
 		return;
-	wait = member_next_deadline(d->member) - util_now();
-	if (d->leaving && wait > 0.02)
-		wait = 0.02;
-	uv_timer_start(&d->member_timer, daemon_member_timer,
-	    wait > 0 ? (uint64_t)(wait * 1000.0) + 1 : 0, 0);
+	at = member_next_deadline(d->member);
+	if (d->leaving && at > now + 0.02)
+		at = now + 0.02;
+	util_timer_at(&d->member_timer, daemon_member_timer, at, now);
 }
 
 /* --- gossip rounds and the joiner's model pull --------------------------- */
@@ -635,8 +634,7 @@ daemon_gossip_schedule(struct daemon *d)
 		uv_timer_stop(&d->gossip_timer);
 		return;
 	}
-	uv_timer_start(&d->gossip_timer, daemon_gossip_timer,
-	    next > now ? (uint64_t)((next - now) * 1000.0) + 1 : 0, 0);
+	util_timer_at(&d->gossip_timer, daemon_gossip_timer, next, now);
 }
 
 /* One exchange with a partner chosen by the select policy. With lag, the

@@ -1049,22 +1049,29 @@ member_tick(struct member *m, double now)
 	return member_next_deadline(m);
 }
 
+/* Only deadlines that member_tick moves on once they pass: the caller
+ * re-arms its timer for the result, and a deadline left in the past
+ * would fire it again at once, forever (the livelock of a leaving peer,
+ * which stops syncing and whose leave deadline never moves). */
 double
 member_next_deadline(struct member *m)
 {
-	double t = m->next_sync < m->next_reap ? m->next_sync : m->next_reap;
+	double t = m->next_reap;
 	size_t i;
 	int pending = 0;
 
 #define EARLIER(x) do { if ((x) < t) t = (x); } while (0)
-	if (m->leaving)
-		EARLIER(m->leave_deadline);
-	else if (m->probe.active) {
-		if (!m->probe.indirect_sent)
-			EARLIER(m->probe.direct_deadline);
-		EARLIER(m->probe.end);
+	if (m->leaving) {
+		if (m->leave_pending > 0 && m->leave_deadline > m->last_tick)
+			EARLIER(m->leave_deadline);
 	} else {
-		EARLIER(m->next_probe);
+		EARLIER(m->next_sync);
+		if (!m->probe.active)
+			EARLIER(m->next_probe);
+		else if (!m->probe.indirect_sent)
+			EARLIER(m->probe.direct_deadline);
+		if (m->probe.active)
+			EARLIER(m->probe.end);
 	}
 	for (i = 0; i < m->n; i++) {
 		if (m->e[i].state == MEMBER_SUSPECT && i > 0)

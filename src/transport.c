@@ -110,6 +110,7 @@ struct transport {
 	uv_timer_t		tick;
 	uv_timer_t		dispatch;
 	struct tmsg		*done, *done_tail;
+	int			dispatching;	/* on_dispatch drains what is added */
 	int			closing;
 	int			close_pending;
 	void			(*close_cb)(void *);
@@ -196,6 +197,10 @@ on_dispatch(uv_timer_t *h)
 	struct transport *t = h->data;
 	struct tmsg *m;
 
+	/* A callback may finish more messages; they are run by this loop
+	 * rather than by re-arming the timer from inside itself (see
+	 * util_timer_at). */
+	t->dispatching = 1;
 	while ((m = t->done) != NULL) {
 		t->done = m->next;
 		if (t->done == NULL)
@@ -204,6 +209,7 @@ on_dispatch(uv_timer_t *h)
 			m->cb(m->arg, m->status);
 		free(m);
 	}
+	t->dispatching = 0;
 }
 
 /* Detach m from its fabric buffers, cancelling those still queued, and
@@ -237,7 +243,7 @@ msg_finish(struct transport *t, struct tmsg *m, int status)
 	else
 		t->done = m;
 	t->done_tail = m;
-	if (!t->closing)
+	if (!t->closing && !t->dispatching)
 		uv_timer_start(&t->dispatch, on_dispatch, 0, 0);
 }
 

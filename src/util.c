@@ -87,6 +87,14 @@ util_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void
+util_timer_at(uv_timer_t *t, uv_timer_cb cb, double at, double now)
+{
+	double ms = ceil((at - now) * 1000.0);
+
+	uv_timer_start(t, cb, ms < 1 ? 1 : ms > 1e9 ? (uint64_t)1e9 : (uint64_t)ms, 0);
+}
+
 static void
 util_oom(size_t n)
 {

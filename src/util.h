@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <uv.h>
+
 #define GD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Why an operation failed, in words for the user; the return code says what. */
@@ -30,6 +32,14 @@ int util_parse_double(const char *s, double min, double max, double *out);
 
 /* Monotonic time in seconds. */
 double util_now(void);
+
+/* Arm a one-shot timer for the time `at` on util_now's clock; a time
+ * already past fires on the next loop turn. Never for 0 ms: libuv 1.44
+ * runs a timer re-armed for 0 ms from its own callback again without
+ * leaving its timer phase, so a deadline that stays due would starve
+ * I/O and async wake-ups for good. Every deadline timer goes through
+ * here. */
+void util_timer_at(uv_timer_t *t, uv_timer_cb cb, double at, double now);
 
 /* Allocation that never returns NULL: out of memory aborts with a message.
  * Used for small bookkeeping only; big buffers (datasets, models) use plain

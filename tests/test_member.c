@@ -157,9 +157,15 @@ step(void)
 		if (!lost && to >= 0)
 			nodes[to].next = member_next_deadline(nodes[to].m);
 	}
-	for (int i = 0; i < nnodes; i++)
-		if (running(i) && now >= nodes[i].next)
-			nodes[i].next = member_tick(nodes[i].m, now);
+	for (int i = 0; i < nnodes; i++) {
+		if (!running(i) || now < nodes[i].next)
+			continue;
+		nodes[i].next = member_tick(nodes[i].m, now);
+		/* A deadline that a tick leaves in the past is re-armed at
+		 * 0 ms by the daemon, and libuv then never leaves its timer
+		 * phase: the livelock of a leaving peer. */
+		REQUIRE(nodes[i].next > now);
+	}
 }
 
 static void
@@ -410,6 +416,9 @@ main(void)
 	t = until(victim_left, 5);
 	REQUIRE(t >= 0 && t < 1);
 	REQUIRE(member_leave_done(nodes[victim].m, now));
+	/* The daemon ticks on while its trainer finishes; every deadline
+	 * the protocol reports must keep moving (step checks it). */
+	run_for(3);
 	nodes[victim].up = 0;
 	run_for(10);
 	REQUIRE(victim_left());
