@@ -352,11 +352,19 @@ order_rebuild(struct member *m)
 	rng_shuffle(&m->rng, m->order, m->norder);
 }
 
-/* SWIM: a newcomer goes to a random place in the current pass. */
+/* SWIM: a newcomer goes to a random place in the current pass. A record
+ * that died keeps its place until the pass ends (probe_start skips it), so
+ * one that comes back within the pass is already there: inserting it again
+ * would grow the order past the table, one index per revival. */
 static void
 order_insert(struct member *m, size_t idx)
 {
-	size_t at = m->pos + (size_t)rng_below(&m->rng, m->norder - m->pos + 1);
+	size_t at;
+
+	for (size_t i = 0; i < m->norder; i++)
+		if (m->order[i] == idx)
+			return;
+	at = m->pos + (size_t)rng_below(&m->rng, m->norder - m->pos + 1);
 
 	memmove(&m->order[at + 1], &m->order[at],
 	    (m->norder - at) * sizeof(*m->order));
@@ -1109,6 +1117,23 @@ uint64_t
 member_incarnation(const struct member *m)
 {
 	return m->e[0].inc;
+}
+
+int
+member_check(const struct member *m, struct errbuf *err)
+{
+	if (m->norder >= m->n || m->pos > m->norder)
+		return errbuf_set(err, -EINVAL, "probe order holds %zu entries (pos %zu) for %zu others",
+		    m->norder, m->pos, m->n - 1);
+	for (size_t i = 0; i < m->norder; i++) {
+		if (m->order[i] == 0 || m->order[i] >= m->n)
+			return errbuf_set(err, -EINVAL, "probe order entry %zu is %zu, outside 1..%zu",
+			    i, m->order[i], m->n - 1);
+		for (size_t j = i + 1; j < m->norder; j++)
+			if (m->order[j] == m->order[i])
+				return errbuf_set(err, -EINVAL, "probe order holds %zu twice", m->order[i]);
+	}
+	return 0;
 }
 
 size_t

@@ -150,6 +150,10 @@ int member_stats_json(const struct member *m, json_t *obj);
 void member_set_timing(struct member *m, unsigned period_ms,
     unsigned ping_timeout_ms, unsigned suspicion_ms);
 
+/* Exposed for tests and fuzzing: 0 if the record table's invariants hold
+ * (the probe order names each other record at most once), else -EINVAL. */
+int member_check(const struct member *m, struct errbuf *err);
+
 /* Exposed for tests: the wire codec of one message. */
 struct member_update {
 	uint8_t		state;
