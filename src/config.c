@@ -644,9 +644,11 @@ config_load(struct config *c, int argc, char **argv, struct errbuf *err)
 	config_build_options(opts, names, sizeof(names), shortopts);
 
 	/* First pass: only -c, -h and -V, so the file is read before the
-	 * options that override it. */
+	 * options that override it. optind = 0, not 1: only 0 makes glibc
+	 * forget a scan that an earlier call left in the middle of "-abc"
+	 * (it would go on reading that argv, perhaps freed by now). */
 	opterr = 0;
-	optind = 1;
+	optind = 0;
 	while ((opt = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
 		const struct config_key *k;
 
@@ -677,7 +679,7 @@ config_load(struct config *c, int argc, char **argv, struct errbuf *err)
 			return rc;
 	}
 
-	optind = 1;
+	optind = 0;
 	while ((opt = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
 		const struct config_key *k = config_key_for_opt(opt);
 

@@ -82,6 +82,23 @@ main(void)
 	    "default control path %s", c.control ? c.control : "(null)");
 	config_free(&c);
 
+	/* A call that stops inside clustered short options must not leave
+	 * getopt reading that argv in the next call (glibc keeps its scan
+	 * pointer unless optind is set to 0). The cluster's memory is reused
+	 * in between, as a freed argv would be. */
+	{
+		char cluster[] = "-fZf";
+
+		rc = load(&c, &err, (const char *[]){ cluster, NULL });
+		CHECKF(rc < 0 && strstr(err.msg, "unknown option") != NULL,
+		    "-fZf accepted: %s", err.msg);
+		config_free(&c);
+		memcpy(cluster, "-fQQ", 4);
+		rc = load(&c, &err, (const char *[]){ "--foreground", NULL });
+		CHECKF(rc == 0 && c.foreground, "a clean argv after a broken cluster: %s", err.msg);
+		config_free(&c);
+	}
+
 	/* File, then flags override it. */
 	file = write_file("good.conf",
 	    "# a comment\n"
