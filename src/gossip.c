@@ -66,6 +66,7 @@ struct gossip {
 
 	double distance;
 	uint64_t initiated, ok, busy_in, failed, timeouts, served, busy_out, refused;
+	uint64_t bad_mask;	/* requests whose mask parameters cannot build */
 	uint64_t malformed, chunks_served;
 };
 
@@ -362,6 +363,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 	enum gossip_values fmt;
 	enum gossip_mode mode;
 	size_t vs, block, rlen;
+	struct errbuf why;
 	double density;
 	uint8_t *w;
 
@@ -384,6 +386,14 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		g->malformed++;
 		return;
 	}
+	/* A mask nobody could build: refused before any arithmetic on it. */
+	if (mode == GOSSIP_SAPS && (d != g->m->d || mask_check(d, density, block, &why) < 0)) {
+		g->bad_mask++;
+		log_debug("gossip: refused a request from %s: %s", from,
+		    d != g->m->d ? "another model's size" : why.msg);
+		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+		return;
+	}
 	/* A sparse request is served even while our own exchange is in
 	 * flight: two random masks share ~density of their coordinates, and
 	 * an interleaved average is still a convex combination. Refusing
@@ -395,8 +405,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		return;
 	}
 	/* Another model, or a mask we would not rebuild identically. */
-	if (d != g->m->d || (mode == GOSSIP_SAPS && (!(density > 0 && density <= 1) ||
-	    block == 0)) || gossip_build_mask(g, &g->serve, mode, nonce, density, block) < 0 ||
+	if (d != g->m->d || gossip_build_mask(g, &g->serve, mode, nonce, density, block) < 0 ||
 	    g->serve.mask.count != count) {
 		g->refused++;
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
@@ -587,13 +596,14 @@ int
 gossip_stats_json(const struct gossip *g, json_t *obj)
 {
 	return json_object_set_new(obj, "gossip", json_pack(
-	    "{s:s, s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+	    "{s:s, s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
 	    "mode", gossip_mode_name(g->p.mode), "values", gossip_values_name(g->p.values),
 	    "density", g->p.density, "block", (int)g->p.block,
 	    "initiated", (json_int_t)g->initiated, "completed", (json_int_t)g->ok,
 	    "served", (json_int_t)g->served, "busy_received", (json_int_t)g->busy_in,
 	    "busy_sent", (json_int_t)g->busy_out, "failed", (json_int_t)g->failed,
 	    "timeouts", (json_int_t)g->timeouts, "refused", (json_int_t)g->refused,
-	    "malformed", (json_int_t)g->malformed, "chunks_served",
+	    "malformed", (json_int_t)g->malformed, "bad_mask", (json_int_t)g->bad_mask,
+	    "chunks_served",
 	    (json_int_t)g->chunks_served, "consensus_distance", g->distance));
 }

@@ -30,6 +30,7 @@
 #include "gossip.h"
 #include "gossipd/control.h"
 #include "log.h"
+#include "mask.h"
 #include "member.h"
 #include "metrics.h"
 #include "model.h"
@@ -284,14 +285,15 @@ static void daemon_member_schedule(struct daemon *d);
 static void daemon_gossip_schedule(struct daemon *d);
 static void daemon_maybe_bootstrap(struct daemon *d);
 
-/* gossipctl set of a membership knob: keep probe_timeout < probe_interval
- * and hand the new timing to the running protocol. */
+/* gossipctl set: keep probe_timeout < probe_interval and a density and
+ * mask_block that build a mask of this model (a set that breaks either is
+ * undone), then hand the new values to the running protocols. */
 static int
-daemon_set_timing(struct daemon *d, const char *key, const char *value,
-    struct errbuf *err)
+daemon_set(struct daemon *d, const char *key, const char *value, struct errbuf *err)
 {
 	int interval = d->cfg.probe_interval, timeout = d->cfg.probe_timeout;
-	int suspicion = d->cfg.suspicion_timeout, rc;
+	int suspicion = d->cfg.suspicion_timeout, block = d->cfg.mask_block, rc;
+	double density = d->cfg.density;
 
 	if ((rc = config_set(&d->cfg, key, value, err)) < 0)
 		return rc;
@@ -301,6 +303,11 @@ daemon_set_timing(struct daemon *d, const char *key, const char *value,
 		d->cfg.suspicion_timeout = suspicion;
 		return errbuf_set(err, -EINVAL,
 		    "probe_timeout must stay shorter than probe_interval");
+	}
+	if ((rc = mask_check(d->model->d, d->cfg.density, (size_t)d->cfg.mask_block, err)) < 0) {
+		d->cfg.density = density;
+		d->cfg.mask_block = block;
+		return rc;
 	}
 	if (d->member != NULL) {
 		member_set_timing(d->member, (unsigned)d->cfg.probe_interval,
@@ -363,7 +370,7 @@ daemon_command(struct control *ctl, uint64_t client, const char *cmd, json_t *re
 
 		if (key == NULL || value == NULL) {
 			*reply = control_error("set needs \"key\" and \"value\" strings");
-		} else if (daemon_set_timing(d, key, value, &err) < 0) {
+		} else if (daemon_set(d, key, value, &err) < 0) {
 			*reply = control_error("%s", err.msg);
 		} else {
 			if (log_level_parse(d->cfg.log_level, &l) == 0)
@@ -1270,6 +1277,11 @@ main(int argc, char **argv)
 		log_error("device %s: %s", d.cfg.device, err.msg);
 		daemon_free(&d);
 		return EXIT_RUNTIME;
+	}
+	if (mask_check(d.model->d, d.cfg.density, (size_t)d.cfg.mask_block, &err) < 0) {
+		log_error("%s", err.msg);
+		daemon_free(&d);
+		return EXIT_USAGE;
 	}
 	if ((rc = daemon_resume(&d, &start_step, &err)) < 0) {
 		log_error("%s", err.msg);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "rng.h"
+#include "util.h"
 
 static int
 mask_reserve(struct mask *m, size_t n)
@@ -47,24 +48,55 @@ mask_cmp(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* The mask's shape: k coordinates in nb blocks of *block (the last one
+ * shorter). Returns 0 when k >= d (the mask is the whole vector). */
+static size_t
+mask_shape(size_t d, double density, size_t *block, size_t *nb)
+{
+	size_t k = (size_t)llround(density * (double)d);
+
+	if (k == 0)
+		k = 1;
+	if (k >= d)
+		return 0;
+	if (*block > k)
+		*block = k;
+	*nb = (k + *block - 1) / *block;
+	return k;
+}
+
+int
+mask_check(size_t d, double density, size_t block, struct errbuf *err)
+{
+	size_t nb = 0, b = block;
+
+	if (d == 0)
+		return errbuf_set(err, -EINVAL, "the model has no coordinates");
+	if (!(density > 0.0 && density <= 1.0))
+		return errbuf_set(err, -EINVAL, "density %g is not in (0, 1]", density);
+	if (block == 0)
+		return errbuf_set(err, -EINVAL, "mask_block is 0");
+	/* Stratum i spans floor(d(i+1)/nb) - floor(di/nb) >= floor(d/nb). */
+	if (mask_shape(d, density, &b, &nb) > 0 && b > d / nb)
+		return errbuf_set(err, -EINVAL,
+		    "density %g and mask_block %zu do not fit a model of %zu values: "
+		    "%zu blocks of %zu need strata of at least %zu, and they have %zu",
+		    density, block, d, nb, b, b, d / nb);
+	return 0;
+}
+
 int
 mask_build(struct mask *m, uint64_t seed, uint64_t nonce, size_t d, double density,
     size_t block)
 {
-	size_t k, nb, rot;
+	size_t k, nb = 0, rot;
 	struct rng r;
 	int rc;
 
-	if (d == 0 || block == 0 || !(density > 0.0 && density <= 1.0))
+	if (mask_check(d, density, block, NULL) < 0)
 		return -EINVAL;
-	k = (size_t)llround(density * (double)d);
-	if (k == 0)
-		k = 1;
-	if (k >= d)
+	if ((k = mask_shape(d, density, &block, &nb)) == 0)
 		return mask_dense(m, d);
-	if (block > k)
-		block = k;
-	nb = (k + block - 1) / block;
 	/* One extra slot: the block that wraps past d splits in two. */
 	if ((rc = mask_reserve(m, nb + 1)) < 0)
 		return rc;

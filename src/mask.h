@@ -29,7 +29,14 @@ struct mask {
 	size_t count;      /* coordinates, = sum of lengths */
 };
 
-/* density in (0, 1]; block >= 1. Reuses m's array when it can. */
+struct errbuf;
+
+/* 0 if mask_build can build a mask of these parameters, else -EINVAL and
+ * why: density in (0, 1], block >= 1, and a block no longer than the
+ * shortest stratum (floor(d / strata)). Parameters that come from a peer
+ * or an operator go through here before any arithmetic on them. */
+int mask_check(size_t d, double density, size_t block, struct errbuf *err);
+/* Reuses m's array when it can; -EINVAL where mask_check refuses. */
 int mask_build(struct mask *m, uint64_t seed, uint64_t nonce, size_t d, double density,
     size_t block);
 /* The whole vector: one range [0, d). */

@@ -10,6 +10,10 @@
  *                      reports when V goes down and waits for it to return
  *   --evil V           speaks to V with wire+session+fabric directly and
  *                      sends every kind of bad message, then good ones
+ *   --raw TYPE:FILE    sends FILE's bytes as one message of TYPE to each
+ *                      of --peers (a crafted protocol message for a real
+ *                      daemon), prints every answer's type and first
+ *                      bytes, and is done once each peer answered once
  *
  * It exits once its own work is done and --expect-done peers said DONE,
  * printing "stats {json}" (transport counters plus what it delivered).
@@ -94,6 +98,12 @@ static struct {
 	int		third_ok_down;
 	double		victim_sent_at;
 	uint8_t		*big;
+
+	/* --raw */
+	uint8_t		raw_type;
+	uint8_t		*raw;
+	size_t		raw_len;
+	int		raw_sent, raw_answers;
 } g;
 
 /* --- content patterns --------------------------------------------------- */
@@ -321,6 +331,64 @@ start_sends(void)
 		}
 }
 
+/* --- raw mode ----------------------------------------------------------- */
+
+static void
+raw_check(void)
+{
+	if (g.finished || g.raw_sent < g.npeers || g.raw_answers < g.npeers)
+		return;
+	g.finished = 1;
+	check_finish();
+}
+
+static void
+on_raw_sent(void *arg, int status)
+{
+	struct peerstat *ps = arg;
+
+	printf("raw to %s: %s\n", ps->addr, status == 0 ? "delivered" : strerror(-status));
+	fflush(stdout);
+	if (status != 0)
+		g.failed = 1;
+	g.raw_sent++;
+	raw_check();
+}
+
+static int
+raw_load(const char *arg)
+{
+	char *colon;
+	long type;
+	FILE *f;
+
+	if ((colon = strchr(arg, ':')) == NULL)
+		return -EINVAL;
+	*colon = '\0';
+	if (util_parse_long(arg, 0, 255, &type) != 0 || (f = fopen(colon + 1, "rb")) == NULL)
+		return -EINVAL;
+	g.raw_type = (uint8_t)type;
+	if (fseek(f, 0, SEEK_END) == 0 && (g.raw_len = (size_t)ftell(f)) > 0 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (g.raw = malloc(g.raw_len)) != NULL &&
+	    fread(g.raw, 1, g.raw_len, f) != g.raw_len) {
+		free(g.raw);
+		g.raw = NULL;
+	}
+	fclose(f);
+	return g.raw != NULL ? 0 : -EINVAL;
+}
+
+static void
+raw_sends(void)
+{
+	for (int i = 0; i < g.npeers; i++)
+		if (transport_send(g.t, g.peers[i].addr, g.raw_type, g.raw, g.raw_len,
+		    on_raw_sent, &g.peers[i]) != 0) {
+			fail("transport_send failed", NULL);
+			return;
+		}
+}
+
 static void
 on_echo_reply(const uint8_t *p, size_t len)
 {
@@ -479,7 +547,17 @@ on_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
 		check_finish();
 		break;
 	default:
-		g.bad_content++;
+		if (g.raw == NULL) {
+			g.bad_content++;
+			break;
+		}
+		printf("answer type %u len %zu:", type, len);
+		for (size_t i = 0; i < len && i < 16; i++)
+			printf(" %02x", p[i]);
+		printf("\n");
+		fflush(stdout);
+		g.raw_answers++;
+		raw_check();
 	}
 }
 
@@ -867,7 +945,7 @@ usage(void)
 	fprintf(stderr, "usage: netpeer --listen H:P --key FILE --job NAME "
 	    "--id N [--provider P] [--timeout MS] [--max-size N]\n"
 	    "  [--peers A,B] [--sizes N,M] [--expect-fail] [--expect-done N]\n"
-	    "  [--linger S] [--deadline S] [--kill-test V,T] [--evil V]\n");
+	    "  [--linger S] [--deadline S] [--kill-test V,T] [--evil V] [--raw TYPE:FILE]\n");
 	exit(2);
 }
 
@@ -890,6 +968,7 @@ main(int argc, char **argv)
 		{ "deadline", required_argument, NULL, 'D' },
 		{ "kill-test", required_argument, NULL, 'K' },
 		{ "evil", required_argument, NULL, 'E' },
+		{ "raw", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct transport_params tp;
@@ -981,6 +1060,10 @@ main(int argc, char **argv)
 		case 'E':
 			evil = optarg;
 			break;
+		case 'R':
+			if (raw_load(optarg) != 0)
+				usage();
+			break;
 		default:
 			usage();
 		}
@@ -1031,7 +1114,9 @@ main(int argc, char **argv)
 		uv_timer_start(&g.timer, on_timer, 50, 50);
 	} else {
 		uv_timer_start(&g.timer, on_timer, 200, 200);
-		if (g.npeers > 0)
+		if (g.raw != NULL && g.npeers > 0)
+			raw_sends();
+		else if (g.npeers > 0)
 			start_sends();
 		else
 			g.finished = 1;
@@ -1042,6 +1127,7 @@ main(int argc, char **argv)
 	uv_loop_close(g.loop);
 	json_decref(g.from);
 	free(g.big);
+	free(g.raw);
 	sodium_memzero(g.key, sizeof(g.key));
 	if (g.failed || g.bad_content)
 		return 1;

@@ -19,6 +19,7 @@
 #include "check.h"
 #include "gossip.h"
 #include "select.h"
+#include "wire.h"
 
 #define QMAX 16
 
@@ -357,6 +358,36 @@ test_select(void)
 	CHECK(select_pick(s, 40, addrs, 1, NULL) != NULL);
 	select_free(s);
 }
+/* A REQ whose density and block no mask can hold (issue 18.2: a block
+ * longer than its stratum once divided by zero): refused before any
+ * arithmetic, counted as bad_mask, the model untouched, the peer fine. */
+static void
+test_bad_mask(void)
+{
+	json_t *st = json_object();
+	float *a0, *a1;
+
+	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.9, "40-20-10", "40-20-10");
+	a0 = snap(peers[1].m);
+	CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == 0);
+	CHECK(nq == 1 && queue[0].type == GOSSIP_T_REQ);
+	/* d = 1030, k = 927: blocks of 520 make 2 strata of 515 */
+	wire_put_u32(queue[0].buf + 4, 520);
+	pump(0);
+	CHECK(peers[0].last == GOSSIP_FAILED);
+	a1 = snap(peers[1].m);
+	CHECK(memcmp(a0, a1, peers[1].m->d * sizeof(float)) == 0);
+	CHECK(gossip_stats_json(peers[1].g, st) == 0);
+	CHECK(json_integer_value(json_object_get(json_object_get(st, "gossip"), "bad_mask")) == 1);
+	/* and the next, sound exchange goes through */
+	CHECK(gossip_start(peers[0].g, 1.0, peers[1].addr) == 0);
+	pump(0);
+	CHECK(peers[0].last == GOSSIP_OK);
+	json_decref(st);
+	free(a0);
+	free(a1);
+	teardown();
+}
 
 int
 main(void)
@@ -367,6 +398,7 @@ main(void)
 	test_exchange(GOSSIP_DENSE, GOSSIP_FP32);
 	test_exchange(GOSSIP_SAPS, GOSSIP_FP16);
 	test_busy_timeout_malformed();
+	test_bad_mask();
 	test_pull();
 	test_select();
 	return check_exit("test_gossip");

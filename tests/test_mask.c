@@ -4,6 +4,7 @@
  * sorted, disjoint and inside [0, d); every coordinate is about equally
  * likely to be picked; another nonce gives another mask.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "check.h"
 #include "mask.h"
+#include "util.h"
 
 static void
 digest(const struct mask *m, unsigned char out[32])
@@ -141,6 +143,41 @@ test_uniform(void)
 	mask_free(&m);
 }
 
+/* Every small shape: mask_check accepts exactly what mask_build can
+ * build, and what it builds is sound. The shape of issue 18.2 (a block
+ * longer than its stratum) once divided by zero or wrapped past d. */
+static void
+test_check(void)
+{
+	struct mask m = { 0 };
+	struct errbuf err = { "" };
+	unsigned built = 0, refused = 0;
+
+	CHECK(mask_check(38, 0.9, 20, &err) == -EINVAL);
+	CHECKF(strstr(err.msg, "density") && strstr(err.msg, "mask_block"),
+	    "reason '%s' names neither key", err.msg);
+	CHECK(mask_build(&m, 1, 1, 38, 0.9, 20) == -EINVAL);
+	CHECK(mask_check(38, 0.9, 19, NULL) == 0);
+	for (size_t d = 1; d <= 90; d++)
+		for (int pi = 1; pi <= 20; pi++)
+			for (size_t block = 1; block <= d + 2; block++) {
+				double p = pi / 20.0;
+				size_t want = (size_t)llround(p * (double)d);
+				int ok = mask_check(d, p, block, NULL) == 0;
+
+				CHECK(mask_build(&m, 3, d * block, d, p, block) == (ok ? 0 : -EINVAL));
+				if (!ok) {
+					refused++;
+					continue;
+				}
+				built++;
+				check_shape(&m, d, want ? (want < d ? want : d) : 1);
+			}
+	printf("mask_check: %u shapes built, %u refused\n", built, refused);
+	CHECK(built > 0 && refused > 0);
+	mask_free(&m);
+}
+
 int
 main(void)
 {
@@ -148,6 +185,7 @@ main(void)
 		return 99;
 	test_two_processes();
 	test_density();
+	test_check();
 	test_uniform();
 	return check_exit("test_mask");
 }
