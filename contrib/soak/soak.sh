@@ -247,7 +247,8 @@ def housekeeping(now):
 
 def end_checks():
     """Until SETTLE s: each running peer's last evaluation >= target, none held dead."""
-    deadline = time.monotonic() + SETTLE
+    start = time.monotonic()
+    deadline, waited = start + SETTLE, False
     while True:
         now = time.monotonic()
         reap(now)
@@ -264,7 +265,12 @@ def end_checks():
                 if e["addr"] in addrs and e["state"] == "dead":
                     stale.append(f"{p.name} holds {e['addr']} dead")
         if (not below and not stale) or now > deadline:
+            note(f"end checks after {now - start:.0f} s: {len(lv)} peers, "
+                 f"below target {below}, stale dead {stale}")
             return lv, below, stale
+        if not waited:
+            note(f"end checks waiting: below target {below}, stale dead {stale}")
+            waited = True
         time.sleep(2)
 
 
