@@ -1,7 +1,7 @@
 #!/bin/sh
 # kill -9 while checkpoints are being written: a peer that writes one every
 # few steps (a write takes about as long as the steps between two) is
-# SIGKILLed 25 times at random moments. Before each restart every
+# SIGKILLed 20 times at random moments. Before each restart every
 # ckpt-*.gdc in the directory must verify on its own (size, header, BLAKE2b
 # checksum, step in the name; checked here in Python, independently of
 # src/ckpt.c), the newest step never goes back, and `--resume` must load the
@@ -10,7 +10,7 @@
 # good a trial as one in the middle of a write.
 . "$(dirname "$0")/lib.sh"
 need_data
-KILLS=${CKPT_KILLS:-25}
+KILLS=20
 C="$T/ckpt"
 common="--control $T/p.sock --checkpoint-dir $C --checkpoint-every 5 --checkpoint-keep 3
 	--max-steps 1000000 --eval-samples 200 --seed 5"
@@ -64,8 +64,8 @@ while [ $k -lt $KILLS ]; do
 		wait_log "p$k" "starting fresh" "start fresh" 20
 	fi
 	wait_log "p$k" "training .* from step" "start training" 20
-	# 0 to 0.4 s: from before the first write of this run to a dozen writes in.
-	sleep "0.$(rand 4)$(rand 10)"
+	# 0 to 0.3 s: from before the first write of this run to several writes in.
+	sleep "0.$(rand 3)$(rand 10)"
 	kill -9 "$(eval echo "\$pid_p$k")"
 	wait "$(eval echo "\$pid_p$k")" 2>/dev/null
 	! grep -Eiq "refusing|corrupt|checksum" "$T/p$k.log" || fail "p$k: $(grep -Ei "refusing|corrupt|checksum" "$T/p$k.log")"
