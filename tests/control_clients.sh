@@ -2,7 +2,7 @@
 # Control clients cannot lose replies or lock the operator out.
 # (a) A client that writes 200 requests and shuts its writing side gets all
 #     200 replies (the server once closed on EOF and cancelled the queued
-#     writes: 26 of 200 came back).
+#     writes: 26 of 200 came back); a deferred reply (checkpoint) too.
 # (b) 300 connections that send half a request and wait: a fresh
 #     `gossipctl status` is still answered within 2 s (it was refused).
 # (c) The daemon closes those held-open connections after its idle
@@ -11,7 +11,8 @@
 . "$(dirname "$0")/lib.sh"
 need_data
 S="$T/ctl/peer.sock"
-start a --control "$S" --max-steps 100000000 --eval-every 0 --eval-samples 1000
+start a --control "$S" --epochs 100 --eval-every 0 --eval-samples 1000 \
+	--checkpoint-dir "$T/ck"
 wait_socket "$S"
 "$GOSSIPCTL" -s "$S" status >/dev/null || fail "status before the test"
 
@@ -19,6 +20,14 @@ $PYTHON - "$S" "$GOSSIPCTL" <<'PY' || fail "control clients"
 import json, select, socket, subprocess, sys, time
 path, gossipctl = sys.argv[1], sys.argv[2]
 IDLE = 5.0
+
+def drain(s):
+    buf = b""
+    while True:
+        d = s.recv(1 << 16)
+        if not d:
+            return [json.loads(l) for l in buf.split(b"\n") if l]
+        buf += d
 
 def conn():
     s = socket.socket(socket.AF_UNIX)
@@ -30,18 +39,23 @@ def conn():
 s = conn()
 s.sendall(b'{"cmd":"metrics"}\n' * 200)
 s.shutdown(socket.SHUT_WR)
-buf = b""
-while True:
-    d = s.recv(1 << 16)
-    if not d:
-        break
-    buf += d
+replies = drain(s)
 s.close()
-replies = [json.loads(l) for l in buf.split(b"\n") if l]
 n_ok = sum(1 for r in replies if r.get("ok") is True)
 if n_ok != 200:
     sys.exit("FAIL (a): %d of 200 replies after a half-close" % n_ok)
 print("ok (a): 200 of 200 replies after a half-close")
+s = conn()
+s.sendall(b'{"cmd":"checkpoint"}\n{"cmd":"status"}\n')
+s.shutdown(socket.SHUT_WR)
+replies = drain(s)
+s.close()
+if len(replies) != 2 or not all(r.get("ok") is True for r in replies):
+    sys.exit("FAIL (a): checkpoint and status, then EOF: %r" % replies)
+ck = [r for r in replies if "path" in r]
+if len(ck) != 1:
+    sys.exit("FAIL (a): no checkpoint reply after a half-close: %r" % replies)
+print("ok (a): deferred checkpoint reply after a half-close: %s" % ck[0]["path"])
 
 # A watcher, subscribed before the burst: it must outlive the deadline.
 w = conn()
