@@ -159,6 +159,7 @@ control_write_done(uv_write_t *req, int status)
 	if (cl->paused && !cl->ending &&
 	    uv_stream_get_write_queue_size(s) <= CONTROL_MAX_QUEUE / 2) {
 		cl->paused = 0;
+		cl->line_start = cl->last;
 		uv_read_start(s, control_alloc, control_read);
 	}
 }
@@ -235,8 +236,10 @@ control_client_due(const struct control_client *cl)
 {
 	if (cl->closing || cl->watching || cl->deferred > 0)
 		return INFINITY;
-	return (cl->len > 0 && cl->line_start < cl->last ? cl->line_start : cl->last) +
-	    CONTROL_IDLE_S;
+	/* A line cut short by our own pause is not the client's slowness. */
+	if (cl->len > 0 && !cl->paused && cl->line_start < cl->last)
+		return cl->line_start + CONTROL_IDLE_S;
+	return cl->last + CONTROL_IDLE_S;
 }
 
 /* Close the clients past their deadline, then wait for the next one. */
