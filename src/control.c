@@ -152,9 +152,15 @@ control_write_done(uv_write_t *req, int status)
 
 	free(w->data);
 	free(w);
-	/* A cancelled write means the client is closing (it is freed later). */
-	if (status < 0 || cl->closing)
+	/* A cancelled write means the client is closing (it is freed later);
+	 * a failed one, that it is gone (a half-closed watcher is not read,
+	 * so this is how its hang-up shows). */
+	if (cl->closing)
 		return;
+	if (status < 0) {
+		control_client_close(cl);
+		return;
+	}
 	cl->last = util_now();
 	if (cl->paused && !cl->ending &&
 	    uv_stream_get_write_queue_size(s) <= CONTROL_MAX_QUEUE / 2) {
@@ -296,8 +302,9 @@ control_reply(struct control *ctl, uint64_t client, json_t *reply)
 
 	if (cl != NULL) {
 		control_send(cl, reply);
+		cl->last = util_now();
 		if (cl->deferred > 0 && --cl->deferred == 0) {
-			if (cl->eof)
+			if (cl->eof && !cl->watching)
 				control_client_end(cl);
 			else
 				control_deadline_arm(ctl);
@@ -402,10 +409,11 @@ control_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	const char *p = buf->base, *end;
 
 	if (nread == UV_EOF) {
-		/* Requests read so far are answered first, deferred ones too. */
+		/* Requests read so far are answered first, deferred ones too; a
+		 * watcher (printf '{"cmd":"watch"}\n' | socat) keeps streaming. */
 		cl->eof = 1;
 		uv_read_stop(s);
-		if (cl->deferred == 0)
+		if (cl->deferred == 0 && !cl->watching)
 			control_client_end(cl);
 		return;
 	}

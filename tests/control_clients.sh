@@ -6,7 +6,7 @@
 # (b) 300 connections that send half a request and wait: a fresh
 #     `gossipctl status` is still answered within 2 s (it was refused).
 # (c) The daemon closes those held-open connections after its idle
-#     deadline (5 s), while a watching client stays subscribed.
+#     deadline (5 s), while a (half-closed) watching client stays.
 # One standalone peer (no network), so no TCP port is used.
 . "$(dirname "$0")/lib.sh"
 need_data
@@ -62,10 +62,13 @@ if len(ck) != 1:
     sys.exit("FAIL (a): no checkpoint reply after a half-close: %r" % replies)
 print("ok (a): deferred checkpoint reply after a half-close: %s" % ck[0]["path"])
 
-# A watcher, subscribed before the burst: it must outlive the deadline.
+# A watcher, subscribed before the burst and half-closed as
+# `printf '{"cmd":"watch"}\n' | socat` does: it must outlive the deadline.
 w = conn()
 w.sendall(b'{"cmd":"watch"}\n')
+w.shutdown(socket.SHUT_WR)
 w.setblocking(False)
+wlines = 0
 
 # (b) 300 held-open, half-written connections, then the operator's status.
 held, born = [], {}
@@ -109,17 +112,22 @@ while open_ and time.monotonic() < end:
     # keep the watcher's queue drained; it must still be open
     try:
         while True:
-            if w.recv(1 << 16) == b"":
+            d = w.recv(1 << 16)
+            if d == b"":
                 sys.exit("FAIL (c): the daemon closed a watching client")
+            wlines += d.count(b"\n")
     except BlockingIOError:
         pass
 if open_:
     sys.exit("FAIL (c): %d of 300 held-open clients still open %.0f s later"
              % (len(open_), IDLE + 15))
+if wlines < 2:
+    sys.exit("FAIL (c): the watcher got %d lines" % wlines)
+w.close()
 if late < 200:
     sys.exit("FAIL (c): only %d clients lived to the deadline" % late)
 print("ok (c): 300 held-open clients closed (%d at the %.0f s deadline), "
-      "watcher still subscribed" % (late, IDLE))
+      "half-closed watcher still streaming (%d lines)" % (late, IDLE, wlines))
 PY
 "$GOSSIPCTL" -s "$S" status >/dev/null || fail "daemon unresponsive after the test"
 "$GOSSIPCTL" -s "$S" leave >/dev/null || fail "leave"
