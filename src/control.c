@@ -4,14 +4,28 @@
  * Robustness rules, each from a way a control socket gets abused: a line
  * longer than GD_CONTROL_MAX_LINE gets an error and the connection is shut
  * (there is no way to find the next request boundary we can trust); bad
- * JSON or a missing "cmd" gets an error and the connection stays; more than
- * CONTROL_MAX_CLIENTS connections are told so and shut; a watcher that does
- * not read loses lines rather than growing our memory.
+ * JSON or a missing "cmd" gets an error and the connection stays; a watcher
+ * that does not read loses lines rather than growing our memory.
+ *
+ * Every request received gets its reply, deferred ones included, even when
+ * the client shuts its writing side right after sending (printf | socat):
+ * at EOF the client is shut down (which flushes queued writes) only once
+ * its last deferred reply is out. A client that sends requests but does
+ * not read its replies stops being read past CONTROL_MAX_QUEUE of unsent
+ * replies, so it cannot grow our memory.
+ *
+ * Held-open connections cannot lock the operator out: a client that has
+ * neither sent a byte nor been sent a reply for CONTROL_IDLE_S, or whose
+ * partial request line is that old, is closed (one timer serves them all),
+ * and when CONTROL_MAX_CLIENTS are connected a new one evicts the longest
+ * idle, so a fresh `status` is always answered. Watchers and clients
+ * waiting for a deferred reply are not idle.
  */
 #include "control.h"
 
 #include <errno.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +39,10 @@
 #include "log.h"
 
 #define CONTROL_MAX_CLIENTS 256
-#define CONTROL_MAX_WATCH_QUEUE (256 * 1024)
+/* Unsent reply bytes past which a watcher misses lines and a client's
+ * further requests wait unread. */
+#define CONTROL_MAX_QUEUE (256 * 1024)
+#define CONTROL_IDLE_S 5.0
 /* How long a closing server lets clients drain their replies. */
 #define CONTROL_DRAIN_MS 2000
 
@@ -36,7 +53,13 @@ struct control_client {
 	char *line;               /* the partial request line */
 	size_t len;
 	int watching;
+	int deferred;             /* requests the handler will answer later */
+	int eof;                  /* the client shut its writing side */
+	int paused;               /* not read: too many replies unsent */
+	int ending;               /* shutdown issued: flush, then close */
 	int closing;
+	double last;              /* last byte read or reply written */
+	double line_start;        /* first byte of the partial line */
 	struct control_client *prev, *next;
 };
 
@@ -44,13 +67,14 @@ struct control {
 	uv_loop_t *loop;
 	uv_pipe_t listener;
 	uv_timer_t closer;        /* runs the close one loop turn later */
+	uv_timer_t deadline;      /* the earliest idle client's deadline */
 	char *path;
 	control_handler_fn fn;
 	void *arg;
 	struct control_client *clients;
 	int nclients;
 	uint64_t next_id;
-	int open_handles;         /* listener, closer, clients not yet closed */
+	int open_handles;         /* listener, timers, clients not yet closed */
 	int closing;
 	int draining;             /* clients are being shut down */
 	char rbuf[16384];
@@ -83,6 +107,8 @@ control_maybe_free(struct control *ctl)
 }
 
 static void control_handle_closed(uv_handle_t *h);
+static void control_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void control_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static void
 control_client_closed(uv_handle_t *h)
@@ -121,10 +147,27 @@ static void
 control_write_done(uv_write_t *req, int status)
 {
 	struct control_write *w = (struct control_write *)req;
+	struct control_client *cl = req->handle->data;
+	uv_stream_t *s = req->handle;
 
-	(void)status;
 	free(w->data);
 	free(w);
+	/* A cancelled write means the client is closing (it is freed later);
+	 * a failed one, that it is gone (a half-closed watcher is not read,
+	 * so this is how its hang-up shows). */
+	if (cl->closing)
+		return;
+	if (status < 0) {
+		control_client_close(cl);
+		return;
+	}
+	cl->last = util_now();
+	if (cl->paused && !cl->ending &&
+	    uv_stream_get_write_queue_size(s) <= CONTROL_MAX_QUEUE / 2) {
+		cl->paused = 0;
+		cl->line_start = cl->last;
+		uv_read_start(s, control_alloc, control_read);
+	}
 }
 
 static void
@@ -165,22 +208,81 @@ control_shutdown_done(uv_shutdown_t *req, int status)
 	control_client_close(cl);
 }
 
-/* Send a last error, then close once it is flushed. */
+/* Read no more; close once every queued reply is written (uv_shutdown
+ * completes after the writes queued before it, where uv_close would
+ * cancel them). */
 static void
-control_refuse(struct control_client *cl, json_t *msg)
+control_client_end(struct control_client *cl)
 {
 	uv_shutdown_t *req;
 
-	control_send(cl, msg);
-	json_decref(msg);
-	if (cl->closing)
+	if (cl->closing || cl->ending)
 		return;
+	cl->ending = 1;
 	uv_read_stop((uv_stream_t *)&cl->pipe);
 	req = xmalloc(sizeof(*req));
 	if (uv_shutdown(req, (uv_stream_t *)&cl->pipe, control_shutdown_done) < 0) {
 		free(req);
 		control_client_close(cl);
 	}
+}
+
+/* Send a last error, then close once it is flushed. */
+static void
+control_refuse(struct control_client *cl, json_t *msg)
+{
+	control_send(cl, msg);
+	json_decref(msg);
+	control_client_end(cl);
+}
+
+/* When the client is closed if it stays as it is; INFINITY if never. */
+static double
+control_client_due(const struct control_client *cl)
+{
+	if (cl->closing || cl->watching || cl->deferred > 0)
+		return INFINITY;
+	/* A line cut short by our own pause is not the client's slowness. */
+	if (cl->len > 0 && !cl->paused && cl->line_start < cl->last)
+		return cl->line_start + CONTROL_IDLE_S;
+	return cl->last + CONTROL_IDLE_S;
+}
+
+/* Close the clients past their deadline, then wait for the next one. */
+static void
+control_deadline_fire(uv_timer_t *t)
+{
+	struct control *ctl = t->data;
+	struct control_client *cl, *next;
+	double now = util_now(), first = INFINITY;
+
+	for (cl = ctl->clients; cl != NULL; cl = next) {
+		double due = control_client_due(cl);
+
+		next = cl->next;
+		if (due <= now) {
+			log_debug("control: closing client %llu: idle for %.0f s",
+			    (unsigned long long)cl->id, CONTROL_IDLE_S);
+			control_client_close(cl);
+		} else if (due < first) {
+			first = due;
+		}
+	}
+	if (first < INFINITY)
+		util_timer_at(t, control_deadline_fire, first, now);
+}
+
+/* Deadlines only move later, so a timer already armed stays early enough:
+ * it re-arms itself for whatever is due next. */
+static void
+control_deadline_arm(struct control *ctl)
+{
+	double now;
+
+	if (ctl->closing || uv_is_active((uv_handle_t *)&ctl->deadline))
+		return;
+	now = util_now();
+	util_timer_at(&ctl->deadline, control_deadline_fire, now + CONTROL_IDLE_S, now);
 }
 
 static struct control_client *
@@ -198,8 +300,16 @@ control_reply(struct control *ctl, uint64_t client, json_t *reply)
 {
 	struct control_client *cl = control_find(ctl, client);
 
-	if (cl != NULL)
+	if (cl != NULL) {
 		control_send(cl, reply);
+		cl->last = util_now();
+		if (cl->deferred > 0 && --cl->deferred == 0) {
+			if (cl->eof && !cl->watching)
+				control_client_end(cl);
+			else
+				control_deadline_arm(ctl);
+		}
+	}
 	json_decref(reply);
 }
 
@@ -229,7 +339,7 @@ control_broadcast(struct control *ctl, json_t *msg)
 		if (!cl->watching)
 			continue;
 		if (uv_stream_get_write_queue_size((uv_stream_t *)&cl->pipe) >
-		    CONTROL_MAX_WATCH_QUEUE)
+		    CONTROL_MAX_QUEUE)
 			continue;
 		control_send(cl, msg);
 	}
@@ -263,8 +373,11 @@ control_handle_line(struct control_client *cl, char *line, size_t len)
 		goto out;
 	}
 	rc = ctl->fn(ctl, cl->id, cmd, req, &reply, ctl->arg);
-	if (rc == CONTROL_DEFERRED)
+	if (rc == CONTROL_DEFERRED) {
+		if (control_find(ctl, cl->id) == cl)
+			cl->deferred++;
 		goto out;
+	}
 	if (reply == NULL)
 		reply = control_error("internal error: no reply to %s", cmd);
 out:
@@ -295,10 +408,24 @@ control_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	struct control *ctl = cl->ctl;
 	const char *p = buf->base, *end;
 
+	if (nread == UV_EOF) {
+		/* Requests read so far are answered first, deferred ones too; a
+		 * watcher (printf '{"cmd":"watch"}\n' | socat) keeps streaming. */
+		cl->eof = 1;
+		uv_read_stop(s);
+		if (cl->deferred == 0 && !cl->watching)
+			control_client_end(cl);
+		return;
+	}
 	if (nread < 0) {
 		control_client_close(cl);
 		return;
 	}
+	if (nread == 0)
+		return;
+	cl->last = util_now();
+	if (cl->len == 0)
+		cl->line_start = cl->last;
 	end = p + nread;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -319,10 +446,18 @@ control_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		p++;
 		cl->line[cl->len] = '\0';
 		cl->len = 0;
+		cl->line_start = cl->last;
 		control_handle_line(cl, cl->line, strlen(cl->line));
 		/* A handler may close this client or the whole server. */
 		if (ctl->closing || control_find(ctl, id) != cl || cl->closing)
 			return;
+	}
+	/* Lines already read are answered; further ones wait for the client
+	 * to take its replies. */
+	if (!cl->paused && !cl->ending &&
+	    uv_stream_get_write_queue_size(s) > CONTROL_MAX_QUEUE) {
+		cl->paused = 1;
+		uv_read_stop(s);
 	}
 }
 
@@ -338,6 +473,32 @@ control_peer_allowed(uv_pipe_t *pipe)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return 0;
 	return cred.uid == getuid() || cred.uid == 0;
+}
+
+/* The table is full: the newcomer stays and the longest-idle client goes,
+ * one that is not waiting for anything if there is one. */
+static void
+control_evict(struct control *ctl, struct control_client *keep)
+{
+	struct control_client *victim = NULL;
+	double vdue = INFINITY;
+
+	for (struct control_client *cl = ctl->clients; cl != NULL; cl = cl->next) {
+		double due = control_client_due(cl);
+
+		if (cl == keep)
+			continue;
+		if (victim == NULL || due < vdue ||
+		    (due == INFINITY && vdue == INFINITY && cl->last < victim->last)) {
+			victim = cl;
+			vdue = due;
+		}
+	}
+	if (victim == NULL)
+		return;
+	log_debug("control: %d connections: closing the longest idle, client %llu",
+	    CONTROL_MAX_CLIENTS, (unsigned long long)victim->id);
+	control_client_close(victim);
 }
 
 static void
@@ -370,12 +531,11 @@ control_connection(uv_stream_t *server, int status)
 		control_refuse(cl, control_error("permission denied: caller's uid differs"));
 		return;
 	}
-	if (ctl->nclients > CONTROL_MAX_CLIENTS) {
-		control_refuse(cl, control_error("too many control connections (%d)",
-		    CONTROL_MAX_CLIENTS));
-		return;
-	}
+	if (ctl->nclients > CONTROL_MAX_CLIENTS)
+		control_evict(ctl, cl);
+	cl->last = util_now();
 	uv_read_start((uv_stream_t *)&cl->pipe, control_alloc, control_read);
+	control_deadline_arm(ctl);
 }
 
 /* The socket's directory must be ours alone: anyone who can enter it could
@@ -460,7 +620,9 @@ control_open(uv_loop_t *loop, const char *path, control_handler_fn fn, void *arg
 	ctl->listener.data = ctl;
 	uv_timer_init(loop, &ctl->closer);
 	ctl->closer.data = ctl;
-	ctl->open_handles = 2;
+	uv_timer_init(loop, &ctl->deadline);
+	ctl->deadline.data = ctl;
+	ctl->open_handles = 3;
 	/* The socket is born 0600: no window in which others may connect. */
 	old = umask(0177);
 	rc = uv_pipe_bind(&ctl->listener, path);
@@ -509,16 +671,11 @@ control_close_now(uv_timer_t *t)
 
 	ctl->draining = 1;
 	for (cl = ctl->clients; cl != NULL; cl = next) {
-		uv_shutdown_t *req = xmalloc(sizeof(*req));
-
 		next = cl->next;
-		uv_read_stop((uv_stream_t *)&cl->pipe);
-		if (uv_shutdown(req, (uv_stream_t *)&cl->pipe, control_shutdown_done) < 0) {
-			free(req);
-			control_client_close(cl);
-		}
+		control_client_end(cl);
 	}
 	uv_close((uv_handle_t *)&ctl->listener, control_handle_closed);
+	uv_close((uv_handle_t *)&ctl->deadline, control_handle_closed);
 	if (ctl->clients == NULL)
 		uv_close((uv_handle_t *)&ctl->closer, control_handle_closed);
 	else

@@ -4,8 +4,10 @@
  * check; it knows nothing of what the commands do. Each request line is
  * parsed and handed to one handler; the handler answers at once or later
  * (a checkpoint waits for the trainer), by client id, so a client that
- * disconnects in the meantime is simply not answered. Watching clients get
- * every broadcast line until they hang up.
+ * disconnects in the meantime is simply not answered (one that only shuts
+ * its writing side still is). Watching clients get every broadcast line
+ * until they hang up. Idle clients are closed after a few seconds and a
+ * full table evicts the longest idle (control.c says how).
  *
  * Protocol: one JSON object per line each way (include/gossipd/control.h).
  */
