@@ -165,6 +165,7 @@ step(void)
 		 * 0 ms by the daemon, and libuv then never leaves its timer
 		 * phase: the livelock of a leaving peer. */
 		REQUIRE(nodes[i].next > now);
+		REQUIRE(member_check(nodes[i].m, NULL) == 0);
 	}
 }
 
