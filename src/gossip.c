@@ -36,9 +36,6 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #define GOSSIP_REPLY_HEADER 32
 /* Weight of a new sample in the consensus-distance EWMA. */
 #define GOSSIP_DIST_ALPHA 0.1
-/* Least scale of the far bound: a slice of zeros (biases at the start)
- * with no accepted distance yet must not refuse every partner. */
-#define GOSSIP_FAR_FLOOR 1e-2
 
 enum { REPLY_OK, REPLY_BUSY, REPLY_REFUSED };
 

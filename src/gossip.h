@@ -54,6 +54,9 @@
  * Honest partners measured at <= 1.5x the own slice's RMS (1% and dense
  * masks, seeds 1-5); a diverging peer's values are many orders above. */
 #define GOSSIP_FAR_GAMMA 8.0
+/* Least scale of that bound: a slice of zeros (biases at the start) with
+ * no accepted distance yet must not refuse every partner. */
+#define GOSSIP_FAR_FLOOR 1e-2
 
 /* Largest slice of a model one CHUNK carries (floats). */
 #define GOSSIP_CHUNK_FLOATS	(64 * 1024)

@@ -7,7 +7,8 @@
  * malformed and mismatched requests change nothing; pulls serve exact
  * slices. Poison: a REQ or REPLY carrying NaN or Inf, or absurd finite
  * values, is refused, counted, reported and leaves the model unchanged; a
- * peer whose own values are not finite never sends them. select: random
+ * peer whose own values are not finite never sends them; a joiner drops a
+ * donor that sends NaN or values far from the others'. select: random
  * and adaptive picks, the bandwidth cut-off, the connectivity guard, the
  * failure backoff and the decaying shun of an offender.
  */
@@ -19,9 +20,11 @@
 
 #include <sodium.h>
 
+#include "bootstrap.h"
 #include "check.h"
 #include "gossip.h"
 #include "select.h"
+#include "wire.h"
 
 #define QMAX 16
 
@@ -441,6 +444,76 @@ test_poison(void)
 	teardown();
 }
 
+/* A joiner's pull: the PULLs bootstrap sends, by donor. */
+static uint64_t pull_id[BOOTSTRAP_MAX_DONORS];
+static const char *const donors[BOOTSTRAP_MAX_DONORS] = { "d:0", "d:1", "d:2" };
+
+static int
+pull_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
+    void (*cb)(void *, int), void *cbarg)
+{
+	(void)arg;
+	(void)cb;
+	(void)cbarg;
+	CHECK(type == GOSSIP_T_PULL && len == GOSSIP_PULL_SIZE);
+	for (int i = 0; i < BOOTSTRAP_MAX_DONORS; i++) {
+		if (strcmp(addr, donors[i]) == 0)
+			pull_id[i] = wire_get_u64(buf);
+	}
+	return 0;
+}
+
+static void
+chunk_answer(struct bootstrap *b, int di, const float *v, size_t n)
+{
+	uint8_t buf[GOSSIP_CHUNK_HEADER + 64 * sizeof(float)];
+
+	memset(buf, 0, GOSSIP_CHUNK_HEADER);
+	wire_put_u64(buf, pull_id[di]);
+	wire_put_u64(buf + 16, n);
+	wire_put_u64(buf + 24, 10);
+	memcpy(buf + GOSSIP_CHUNK_HEADER, v, n * sizeof(float));
+	bootstrap_recv(b, 0.1, donors[di], buf, GOSSIP_CHUNK_HEADER + n * sizeof(float));
+}
+
+static void
+test_bootstrap_poison(void)
+{
+	struct bootstrap_ops ops = { pull_send, NULL };
+	float v[3][64];
+
+	for (int k = 0; k < 2; k++) {
+		struct bootstrap *b;
+		const float *x;
+		json_t *o = json_object(), *rej;
+
+		for (int i = 0; i < 64; i++) {
+			v[0][i] = (float)randombytes_uniform(1000) / 1e4f - 0.05f;
+			v[1][i] = v[0][i] * 1.2f;
+			v[2][i] = k == 0 ? v[0][i] : v[0][i] * 1e5f;
+		}
+		if (k == 0)
+			v[2][7] = NAN;
+		CHECK(bootstrap_new(64, 1.0, &ops, &b) == 0);
+		CHECK(bootstrap_start(b, 0, donors, 3) == 0);
+		/* The poisoned donor answers first, the others after. */
+		chunk_answer(b, 2, v[2], 64);
+		CHECK(!bootstrap_done(b));
+		chunk_answer(b, 0, v[0], 64);
+		chunk_answer(b, 1, v[1], 64);
+		CHECKF(bootstrap_done(b) && !bootstrap_failed(b), "case %d: not done", k);
+		x = bootstrap_params(b);
+		for (int i = 0; i < 64; i++)
+			CHECKF(fabsf(x[i] - (v[0][i] + v[1][i]) / 2) < 1e-6f,
+			    "case %d: x[%d] %g", k, i, x[i]);
+		CHECK(bootstrap_stats_json(b, o) == 0);
+		rej = json_object_get(json_object_get(o, "bootstrap"), "rejected");
+		CHECK(json_integer_value(json_object_get(rej, k ? "far" : "nonfinite")) == 1);
+		json_decref(o);
+		bootstrap_free(b);
+	}
+}
+
 static void
 test_select(void)
 {
@@ -521,6 +594,7 @@ main(void)
 	test_busy_timeout_malformed();
 	test_pull();
 	test_poison();
+	test_bootstrap_poison();
 	test_select();
 	return check_exit("test_gossip");
 }
