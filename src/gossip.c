@@ -134,6 +134,20 @@ gossip_finite(const float *v, size_t n)
 	return 1;
 }
 
+/* May own values go out in fmt? fp16 turns what exceeds its range into
+ * infinities. */
+static int
+gossip_sendable(const float *v, size_t n, enum gossip_values fmt)
+{
+	if (fmt == GOSSIP_FP32)
+		return gossip_finite(v, n);
+	for (size_t i = 0; i < n; i++) {
+		if (!(fabsf(v[i]) <= 65504.0f))
+			return 0;
+	}
+	return 1;
+}
+
 static size_t
 gossip_value_size(enum gossip_values v)
 {
@@ -286,9 +300,9 @@ gossip_vet(struct gossip *g, const struct gossip_scratch *sc, size_t n, const ch
 		*rms = sqrt(sum / (double)(n ? n : 1));
 		scale = fmax(fmax(g->distance, sqrt(own / (double)(n ? n : 1))),
 		    GOSSIP_FAR_FLOOR);
-		if (!(*rms <= GOSSIP_FAR_GAMMA * scale) && *rms > 0)
+		if (!(*rms <= GOSSIP_FAR_GAMMA * scale))
 			why = GOSSIP_REFUSE_FAR;
-		else if (scale > 0 && *rms / scale > g->far_ratio_max)
+		else if (*rms / scale > g->far_ratio_max)
 			g->far_ratio_max = *rms / scale;
 	}
 	if (why == GOSSIP_REFUSE_N)
@@ -359,7 +373,7 @@ gossip_start(struct gossip *g, double now, const char *addr)
 		return rc;
 	if ((rc = model_gather(g->m, g->own.mask.r, g->own.mask.n, g->own.mine)) < 0)
 		return rc;
-	if (!gossip_finite(g->own.mine, g->own.mask.count)) {
+	if (!gossip_sendable(g->own.mine, g->own.mask.count, g->p.values)) {
 		g->own_nonfinite++;
 		return -EDOM;
 	}
@@ -467,7 +481,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
 	}
-	if (!gossip_finite(g->serve.mine, count)) {
+	if (!gossip_sendable(g->serve.mine, count, fmt)) {
 		g->own_nonfinite++;
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
