@@ -2,13 +2,19 @@
  * bootstrap: see bootstrap.h. A request id names the chunk (low 24 bits),
  * the donor (next 8) and the generation of that chunk's requests (high
  * 32), so a late answer to a request already given up on is recognised
- * and dropped. Answers are summed into the model buffer as they arrive and
- * divided by their number when the chunk's last donor has answered, failed
- * or timed out.
+ * and dropped. Answers are kept per donor as they arrive and averaged when
+ * the chunk's last donor has answered, failed or timed out.
+ *
+ * A donor is dropped (the others make up for it, as for one that is gone)
+ * when a chunk of its holds a non-finite value, or lies far from the
+ * others': farther from the chunk of the donor with the smallest RMS than
+ * GOSSIP_FAR_GAMMA times that RMS. The smallest is the reference because
+ * a diverging model grows; honest donors differ by ~40% of the RMS.
  */
 #include "bootstrap.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +45,8 @@ struct bootstrap {
 	size_t d;
 	double timeout;
 	struct bootstrap_ops ops;
-	float *x;                 /* sums, then averages */
-	float *tmp;               /* one chunk's values, aligned */
+	float *x;                 /* averages */
+	float *dx;                /* donor i's answers at dx + i * d */
 	struct bootstrap_chunk *chunks;
 	size_t nchunks, have;
 	struct bootstrap_donor donors[BOOTSTRAP_MAX_DONORS];
@@ -48,6 +54,7 @@ struct bootstrap {
 	uint64_t step;
 	int failed;
 	uint64_t requests, reasks, refused, timeouts, stale, malformed;
+	uint64_t rejected[GOSSIP_REFUSE_N];
 };
 
 int
@@ -62,9 +69,9 @@ bootstrap_new(size_t d, double timeout, const struct bootstrap_ops *ops, struct 
 	b->ops = *ops;
 	b->nchunks = (d + GOSSIP_CHUNK_FLOATS - 1) / GOSSIP_CHUNK_FLOATS;
 	b->x = calloc(d, sizeof(float));
-	b->tmp = malloc(GOSSIP_CHUNK_FLOATS * sizeof(float));
+	b->dx = malloc(BOOTSTRAP_MAX_DONORS * d * sizeof(float));
 	b->chunks = calloc(b->nchunks, sizeof(*b->chunks));
-	if (b->x == NULL || b->tmp == NULL || b->chunks == NULL || b->nchunks >= 1u << 24) {
+	if (b->x == NULL || b->dx == NULL || b->chunks == NULL || b->nchunks >= 1u << 24) {
 		bootstrap_free(b);
 		return -ENOMEM;
 	}
@@ -83,7 +90,7 @@ bootstrap_free(struct bootstrap *b)
 	if (b == NULL)
 		return;
 	free(b->x);
-	free(b->tmp);
+	free(b->dx);
 	free(b->chunks);
 	free(b);
 }
@@ -117,12 +124,81 @@ bootstrap_ask(struct bootstrap *b, size_t ci, double now)
 		b->failed = 1;
 }
 
+static void bootstrap_settle(struct bootstrap *b, size_t ci, double now);
+
+/* Donor di is out: its pending chunks go to the others. */
+static void
+bootstrap_donor_fail(struct bootstrap *b, int di, double now)
+{
+	b->donors[di].failed = 1;
+	for (size_t ci = 0; ci < b->nchunks && !b->failed; ci++) {
+		if (b->chunks[ci].have || b->chunks[ci].ask[di] != ASK_PENDING)
+			continue;
+		b->chunks[ci].ask[di] = ASK_FAILED;
+		bootstrap_settle(b, ci, now);
+	}
+}
+
+static void
+bootstrap_reject(struct bootstrap *b, int di, double now, enum gossip_refusal why)
+{
+	b->rejected[why]++;
+	log_warn("bootstrap: donor %s sent %s values; the others make up for it",
+	    b->donors[di].addr, gossip_refusal_name(why));
+	bootstrap_donor_fail(b, di, now);
+}
+
+static double
+bootstrap_rms(const float *a, const float *ref, size_t n)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double e = (double)a[i] - (ref ? (double)ref[i] : 0);
+
+		sum += e * e;
+	}
+	return sqrt(sum / (double)(n ? n : 1));
+}
+
+/* Answers of chunk c far from the reference (see top) are failed and
+ * their donors returned in far[]; returns how many. */
+static int
+bootstrap_vet(struct bootstrap *b, struct bootstrap_chunk *c, int far[BOOTSTRAP_MAX_DONORS])
+{
+	double norm, best = -1;
+	const float *ref = NULL;
+	int nfar = 0;
+
+	for (int di = 0; di < b->ndonors; di++) {
+		if (c->ask[di] != ASK_ANSWERED)
+			continue;
+		norm = bootstrap_rms(b->dx + di * b->d + c->off, NULL, c->len);
+		if (best < 0 || norm < best) {
+			best = norm;
+			ref = b->dx + di * b->d + c->off;
+		}
+	}
+	for (int di = 0; di < b->ndonors; di++) {
+		const float *v = b->dx + di * b->d + c->off;
+
+		if (c->ask[di] != ASK_ANSWERED || v == ref || bootstrap_rms(v, ref, c->len) <=
+		    GOSSIP_FAR_GAMMA * fmax(best, GOSSIP_FAR_FLOOR))
+			continue;
+		c->ask[di] = ASK_FAILED;
+		c->answers--;
+		far[nfar++] = di;
+	}
+	return nfar;
+}
+
 /* The chunk is settled when no request of it is pending: average what
  * came, or ask again if nothing did. */
 static void
 bootstrap_settle(struct bootstrap *b, size_t ci, double now)
 {
 	struct bootstrap_chunk *c = &b->chunks[ci];
+	int far[BOOTSTRAP_MAX_DONORS], nfar;
 	float inv;
 
 	for (int di = 0; di < b->ndonors; di++) {
@@ -134,11 +210,21 @@ bootstrap_settle(struct bootstrap *b, size_t ci, double now)
 		bootstrap_ask(b, ci, now);
 		return;
 	}
+	nfar = bootstrap_vet(b, c, far);
 	inv = 1.0f / (float)c->answers;
-	for (size_t i = 0; i < c->len; i++)
-		b->x[c->off + i] *= inv;
+	memset(b->x + c->off, 0, c->len * sizeof(float));
+	for (int di = 0; di < b->ndonors; di++) {
+		const float *v = b->dx + di * b->d + c->off;
+
+		if (c->ask[di] != ASK_ANSWERED)
+			continue;
+		for (size_t i = 0; i < c->len; i++)
+			b->x[c->off + i] += v[i] * inv;
+	}
 	c->have = 1;
 	b->have++;
+	for (int i = 0; i < nfar; i++)
+		bootstrap_reject(b, far[i], now, GOSSIP_REFUSE_FAR);
 }
 
 int
@@ -201,9 +287,16 @@ bootstrap_recv(struct bootstrap *b, double now, const char *from, const uint8_t 
 		b->refused++;
 		c->ask[di] = ASK_FAILED;
 	} else {
-		memcpy(b->tmp, gc.values, c->len * sizeof(float));
-		for (size_t i = 0; i < c->len; i++)
-			b->x[c->off + i] += b->tmp[i];
+		float *v = b->dx + (size_t)di * b->d + c->off;
+
+		memcpy(v, gc.values, c->len * sizeof(float));
+		if (!gossip_finite(v, c->len)) {
+			/* Out first, so that asking the chunk again skips it. */
+			c->ask[di] = ASK_FAILED;
+			bootstrap_reject(b, di, now, GOSSIP_REFUSE_NONFINITE);
+			bootstrap_settle(b, ci, now);
+			return;
+		}
 		c->answers++;
 		c->ask[di] = ASK_ANSWERED;
 		if (gc.step > b->step)
@@ -219,13 +312,7 @@ bootstrap_donor_down(struct bootstrap *b, double now, const char *addr)
 		if (strcmp(b->donors[di].addr, addr) != 0 || b->donors[di].failed)
 			continue;
 		log_info("bootstrap: donor %s is gone; the others make up for it", addr);
-		b->donors[di].failed = 1;
-		for (size_t ci = 0; ci < b->nchunks && !b->failed; ci++) {
-			if (b->chunks[ci].have || b->chunks[ci].ask[di] != ASK_PENDING)
-				continue;
-			b->chunks[ci].ask[di] = ASK_FAILED;
-			bootstrap_settle(b, ci, now);
-		}
+		bootstrap_donor_fail(b, di, now);
 	}
 }
 
@@ -287,12 +374,16 @@ bootstrap_donor(const struct bootstrap *b, int i)
 int
 bootstrap_stats_json(const struct bootstrap *b, json_t *obj)
 {
-	json_t *donors = json_array();
+	json_t *donors = json_array(), *rej = json_object();
 
 	for (int i = 0; i < b->ndonors; i++)
 		json_array_append_new(donors, json_string(b->donors[i].addr));
+	for (int i = 0; i < GOSSIP_REFUSE_N; i++)
+		json_object_set_new(rej, gossip_refusal_name((enum gossip_refusal)i),
+		    json_integer((json_int_t)b->rejected[i]));
 	return json_object_set_new(obj, "bootstrap", json_pack(
-	    "{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "donors", donors,
+	    "{s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "donors", donors,
+	    "rejected", rej,
 	    "chunks", (json_int_t)b->nchunks, "received", (json_int_t)b->have,
 	    "requests", (json_int_t)b->requests, "reasked", (json_int_t)b->reasks,
 	    "refused", (json_int_t)b->refused, "timeouts", (json_int_t)b->timeouts,

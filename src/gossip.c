@@ -68,6 +68,14 @@ struct gossip {
 	uint64_t initiated, ok, busy_in, failed, timeouts, served, busy_out, refused;
 	uint64_t bad_mask;	/* requests whose mask parameters cannot build */
 	uint64_t malformed, chunks_served;
+	uint64_t rejected[GOSSIP_REFUSE_N];
+	uint64_t own_nonfinite;   /* own values withheld: not finite */
+	double far_ratio_max;     /* largest accepted distance / scale */
+};
+
+static const char *const gossip_refusal_names[GOSSIP_REFUSE_N] = {
+	[GOSSIP_REFUSE_NONFINITE] = "nonfinite",
+	[GOSSIP_REFUSE_FAR] = "far",
 };
 
 struct gossip_send_ctx {
@@ -109,6 +117,36 @@ const char *
 gossip_values_name(enum gossip_values v)
 {
 	return v == GOSSIP_FP16 ? "fp16" : "fp32";
+}
+
+const char *
+gossip_refusal_name(enum gossip_refusal r)
+{
+	return r < GOSSIP_REFUSE_N ? gossip_refusal_names[r] : "unknown";
+}
+
+int
+gossip_finite(const float *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(v[i]))
+			return 0;
+	}
+	return 1;
+}
+
+/* May own values go out in fmt? fp16 turns what exceeds its range into
+ * infinities. */
+static int
+gossip_sendable(const float *v, size_t n, enum gossip_values fmt)
+{
+	if (fmt == GOSSIP_FP32)
+		return gossip_finite(v, n);
+	for (size_t i = 0; i < n; i++) {
+		if (!(fabsf(v[i]) <= 65504.0f))
+			return 0;
+	}
+	return 1;
 }
 
 static size_t
@@ -239,17 +277,47 @@ gossip_values_get(float *v, const uint8_t *in, size_t n, enum gossip_values fmt)
 	}
 }
 
-static void
-gossip_note_distance(struct gossip *g, const struct gossip_scratch *sc, size_t n)
+/* May sc->theirs be mixed into sc->mine? Returns GOSSIP_REFUSE_N when it
+ * may, with its RMS distance in *rms; else the reason, counted and
+ * reported. The scale is this peer's own recent state: the EWMA of the
+ * distances it accepted, and the RMS of its own slice (which early in a
+ * job, when peers still agree, is far above their distance). */
+static enum gossip_refusal
+gossip_vet(struct gossip *g, const struct gossip_scratch *sc, size_t n, const char *from,
+    double *rms)
 {
-	double sum = 0, rms;
+	double sum = 0, own = 0, scale;
+	enum gossip_refusal why = GOSSIP_REFUSE_N;
 
-	for (size_t i = 0; i < n; i++) {
-		double e = (double)sc->mine[i] - (double)sc->theirs[i];
+	if (!gossip_finite(sc->theirs, n)) {
+		why = GOSSIP_REFUSE_NONFINITE;
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			double e = (double)sc->mine[i] - (double)sc->theirs[i];
 
-		sum += e * e;
+			sum += e * e;
+			own += (double)sc->mine[i] * (double)sc->mine[i];
+		}
+		*rms = sqrt(sum / (double)(n ? n : 1));
+		scale = fmax(fmax(g->distance, sqrt(own / (double)(n ? n : 1))),
+		    GOSSIP_FAR_FLOOR);
+		if (!(*rms <= GOSSIP_FAR_GAMMA * scale))
+			why = GOSSIP_REFUSE_FAR;
+		else if (*rms / scale > g->far_ratio_max)
+			g->far_ratio_max = *rms / scale;
 	}
-	rms = sqrt(sum / (double)(n ? n : 1));
+	if (why == GOSSIP_REFUSE_N)
+		return why;
+	g->rejected[why]++;
+	log_warn("gossip: refused values from %s: %s", from, gossip_refusal_name(why));
+	if (g->ops.refused != NULL)
+		g->ops.refused(g->ops.arg, from, why);
+	return why;
+}
+
+static void
+gossip_note_distance(struct gossip *g, double rms)
+{
 	g->distance = g->distance < 0 ? rms : g->distance + GOSSIP_DIST_ALPHA * (rms - g->distance);
 }
 
@@ -306,6 +374,10 @@ gossip_start(struct gossip *g, double now, const char *addr)
 		return rc;
 	if ((rc = model_gather(g->m, g->own.mask.r, g->own.mask.n, g->own.mine)) < 0)
 		return rc;
+	if (!gossip_sendable(g->own.mine, g->own.mask.count, g->p.values)) {
+		g->own_nonfinite++;
+		return -EDOM;
+	}
 	w = g->own.wire;
 	memset(w, 0, GOSSIP_REQ_HEADER);
 	w[0] = GOSSIP_VERSION;
@@ -364,7 +436,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 	enum gossip_mode mode;
 	size_t vs, block, rlen;
 	struct errbuf why;
-	double density;
+	double density, rms = 0;
 	uint8_t *w;
 
 	if (len < GOSSIP_REQ_HEADER || buf[0] != GOSSIP_VERSION || buf[1] > GOSSIP_DENSE ||
@@ -387,10 +459,9 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		return;
 	}
 	/* A mask nobody could build: refused before any arithmetic on it. */
-	if (mode == GOSSIP_SAPS && (d != g->m->d || mask_check(d, density, block, &why) < 0)) {
+	if (mode == GOSSIP_SAPS && mask_check(d, density, block, &why) < 0) {
 		g->bad_mask++;
-		log_debug("gossip: refused a request from %s: %s", from,
-		    d != g->m->d ? "another model's size" : why.msg);
+		log_debug("gossip: refused a request from %s: %s", from, why.msg);
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
 	}
@@ -418,7 +489,16 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
 	}
+	if (!gossip_sendable(g->serve.mine, count, fmt)) {
+		g->own_nonfinite++;
+		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+		return;
+	}
 	gossip_values_get(g->serve.theirs, buf + GOSSIP_REQ_HEADER, count, fmt);
+	if (gossip_vet(g, &g->serve, count, from, &rms) != GOSSIP_REFUSE_N) {
+		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+		return;
+	}
 	if (model_average_in(g->m, g->serve.mask.r, g->serve.mask.n, g->serve.theirs) < 0) {
 		g->refused++;
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
@@ -434,7 +514,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 	wire_put_u64(w + 24, g->ops.step(g->ops.arg));
 	gossip_values_put(w + GOSSIP_REPLY_HEADER, g->serve.mine, count, fmt);
 	g->ops.send(g->ops.arg, from, GOSSIP_T_REPLY, w, rlen, NULL, NULL);
-	gossip_note_distance(g, &g->serve, count);
+	gossip_note_distance(g, rms);
 	g->served++;
 }
 
@@ -445,6 +525,7 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 {
 	size_t vs = gossip_value_size(g->p.values);
 	uint64_t nonce, count;
+	double rms = 0;
 
 	if (len < GOSSIP_REPLY_HEADER || buf[0] != GOSSIP_VERSION || buf[1] > REPLY_REFUSED) {
 		g->malformed++;
@@ -470,12 +551,13 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 		return;
 	}
 	gossip_values_get(g->own.theirs, buf + GOSSIP_REPLY_HEADER, count, g->p.values);
-	if (model_average_in(g->m, g->own.mask.r, g->own.mask.n, g->own.theirs) < 0) {
+	if (gossip_vet(g, &g->own, count, from, &rms) != GOSSIP_REFUSE_N ||
+	    model_average_in(g->m, g->own.mask.r, g->own.mask.n, g->own.theirs) < 0) {
 		g->failed++;
 		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes + len);
 		return;
 	}
-	gossip_note_distance(g, &g->own, count);
+	gossip_note_distance(g, rms);
 	g->ok++;
 	gossip_finish(g, now, GOSSIP_OK, g->req_bytes + len);
 }
@@ -513,6 +595,12 @@ gossip_on_pull(struct gossip *g, const char *from, const uint8_t *buf, size_t le
 	if (status == 0) {
 		r = (struct model_range){ off, n };
 		status = model_gather(g->m, &r, 1, (float *)(g->serve.wire + GOSSIP_CHUNK_HEADER));
+		/* A joiner must not start from our divergence. */
+		if (status == 0 && !gossip_finite((float *)(g->serve.wire +
+		    GOSSIP_CHUNK_HEADER), n)) {
+			g->own_nonfinite++;
+			status = -EDOM;
+		}
 	}
 	if (status < 0) {
 		uint8_t e[GOSSIP_CHUNK_HEADER];
@@ -595,7 +683,12 @@ gossip_tick(struct gossip *g, double now)
 int
 gossip_stats_json(const struct gossip *g, json_t *obj)
 {
-	return json_object_set_new(obj, "gossip", json_pack(
+	json_t *rej = json_object(), *o;
+
+	for (int i = 0; i < GOSSIP_REFUSE_N; i++)
+		json_object_set_new(rej, gossip_refusal_names[i], json_integer((json_int_t)
+		    g->rejected[i]));
+	o = json_pack(
 	    "{s:s, s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
 	    "mode", gossip_mode_name(g->p.mode), "values", gossip_values_name(g->p.values),
 	    "density", g->p.density, "block", (int)g->p.block,
@@ -605,5 +698,13 @@ gossip_stats_json(const struct gossip *g, json_t *obj)
 	    "timeouts", (json_int_t)g->timeouts, "refused", (json_int_t)g->refused,
 	    "malformed", (json_int_t)g->malformed, "bad_mask", (json_int_t)g->bad_mask,
 	    "chunks_served",
-	    (json_int_t)g->chunks_served, "consensus_distance", g->distance));
+	    (json_int_t)g->chunks_served, "consensus_distance", g->distance);
+	if (o == NULL) {
+		json_decref(rej);
+		return -ENOMEM;
+	}
+	json_object_set_new(o, "rejected", rej);
+	json_object_set_new(o, "own_nonfinite", json_integer((json_int_t)g->own_nonfinite));
+	json_object_set_new(o, "far_ratio_max", json_real(g->far_ratio_max));
+	return json_object_set_new(obj, "gossip", o);
 }

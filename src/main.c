@@ -217,11 +217,16 @@ daemon_peers(struct daemon *d)
 	for (i = 0; i < n; i++) {
 		struct member_info *e = &info[i];
 		const struct select_link *l = d->select ? select_link(d->select, e->addr) : NULL;
+		json_t *refused = json_object();
 		char id[17];
+
+		for (int r = 0; r < GOSSIP_REFUSE_N; r++)
+			json_object_set_new(refused, gossip_refusal_name((enum gossip_refusal)r),
+			    json_integer((json_int_t)(l ? l->offences[r] : 0)));
 
 		snprintf(id, sizeof(id), "%016" PRIx64, e->id);
 		json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:I, s:b, s:o, s:o,"
-		    " s:o, s:f, s:o, s:o, s:I, s:I}",
+		    " s:o, s:f, s:o, s:o, s:I, s:I, s:o}",
 		    "id", id, "addr", e->addr, "state", member_state_name(e->state),
 		    "incarnation", (json_int_t)e->incarnation, "self", e->self,
 		    "rtt", e->rtt < 0 ? json_null() : json_real(e->rtt),
@@ -234,7 +239,7 @@ daemon_peers(struct daemon *d)
 		    "last_exchange", l == NULL || l->last_used < 0 ? json_null() :
 		    json_real(now - l->last_used),
 		    "selected", (json_int_t)(l ? l->selected : 0),
-		    "exchanges", (json_int_t)(l ? l->exchanges : 0)));
+		    "exchanges", (json_int_t)(l ? l->exchanges : 0), "refused", refused));
 	}
 	free(info);
 	return json_pack("{s:b, s:o}", "ok", 1, "peers", list);
@@ -654,12 +659,14 @@ daemon_round(struct daemon *d, const char *exclude)
 	double now = util_now();
 	const char *partner;
 	size_t n;
+	int rc;
 
 	if (d->gossip == NULL || d->leaving || d->stopping || gossip_active(d->gossip))
 		return;
 	n = daemon_live_peers(d);
 	partner = select_pick(d->select, now, d->addrs, n, exclude);
-	if (partner != NULL && gossip_start(d->gossip, now, partner) < 0)
+	/* -EDOM: our own values are not finite; the partner is not to blame. */
+	if (partner != NULL && (rc = gossip_start(d->gossip, now, partner)) < 0 && rc != -EDOM)
 		select_record(d->select, partner, now, 0, 0, 0);
 	if (gossip_active(d->gossip) && d->cfg.lag > 0)
 		pace_hold(d->pace, d->round_step +
@@ -711,6 +718,17 @@ daemon_gossip_done(void *arg, const char *addr, double now, enum gossip_result r
 	 * step: start that round now rather than one step later. */
 	if (d->cfg.lag > 0)
 		daemon_maybe_round(d);
+}
+
+_Static_assert(GOSSIP_REFUSE_N <= SELECT_REASONS, "select counts every gossip refusal");
+
+/* Values from addr were refused: selection avoids it for a while. */
+static void
+daemon_gossip_refused(void *arg, const char *addr, enum gossip_refusal why)
+{
+	struct daemon *d = arg;
+
+	select_offence(d->select, addr, util_now(), (unsigned)why);
 }
 
 /* A joiner starts training once it holds the job's model: it pulls it
@@ -786,7 +804,8 @@ daemon_gossip_timer(uv_timer_t *h)
 static int
 daemon_open_gossip(struct daemon *d, struct errbuf *err)
 {
-	struct gossip_ops ops = { daemon_send, daemon_gossip_done, daemon_step_now, d };
+	struct gossip_ops ops = { daemon_send, daemon_gossip_done, daemon_step_now,
+	    daemon_gossip_refused, d };
 	struct gossip_params gp;
 	struct select_params sp;
 	int rc;

@@ -17,6 +17,11 @@
 #define SELECT_ALPHA 0.3
 #define SELECT_BACKOFF_MIN 0.5
 #define SELECT_BACKOFF_MAX 30.0
+/* Offences: the first shuns for SELECT_SHUN_MIN s, each one more while
+ * the penalty has not decayed doubles it, up to SELECT_SHUN_MAX. */
+#define SELECT_SHUN_MIN 2.0
+#define SELECT_SHUN_MAX 120.0
+#define SELECT_PENALTY_HALFLIFE 60.0
 
 struct select {
 	struct select_params p;
@@ -141,7 +146,8 @@ select_pick(struct select *s, double now, const char *const *addrs, size_t n,
 
 		if (exclude != NULL && strcmp(addrs[i], exclude) == 0)
 			continue;
-		if (l != NULL && l->failures > 0 && now < l->retry_at)
+		if (l != NULL && ((l->failures > 0 && now < l->retry_at) ||
+		    now < l->shun_until))
 			continue;
 		if (s->p.policy == SELECT_ADAPTIVE && l != NULL && l->bandwidth >= 0 &&
 		    l->bandwidth < max_bw / s->p.bw_ratio &&
@@ -190,6 +196,23 @@ select_record(struct select *s, const char *addr, double now, size_t bytes, doub
 	bw = (double)bytes / seconds;
 	l->bandwidth = l->bandwidth < 0 ? bw : l->bandwidth + SELECT_ALPHA * (bw - l->bandwidth);
 	l->rtt = l->rtt < 0 ? seconds : l->rtt + SELECT_ALPHA * (seconds - l->rtt);
+}
+
+void
+select_offence(struct select *s, const char *addr, double now, unsigned reason)
+{
+	struct select_link *l = select_get(s, addr);
+	double shun;
+
+	if (l == NULL || reason >= SELECT_REASONS)
+		return;
+	l->offences[reason]++;
+	if (l->penalty > 0)
+		l->penalty *= pow(0.5, (now - l->penalty_at) / SELECT_PENALTY_HALFLIFE);
+	l->penalty += 1;
+	l->penalty_at = now;
+	shun = SELECT_SHUN_MIN * pow(2.0, l->penalty - 1);
+	l->shun_until = now + (shun > SELECT_SHUN_MAX ? SELECT_SHUN_MAX : shun);
 }
 
 int

@@ -8,7 +8,8 @@
  *    bandwidth is at least max_bandwidth / bw_ratio, plus every link not
  *    used for stale_after seconds (the connectivity guard that keeps the
  *    graph mixing and re-measures slow links), plus links never measured.
- * Links that failed recently sit out a backoff that doubles per failure.
+ * Links that failed recently sit out a backoff that doubles per failure,
+ * and members that sent poisoned values sit out a longer, decaying one.
  * Nothing here does I/O or reads a clock: callers pass the time.
  */
 #ifndef GD_SELECT_H
@@ -20,6 +21,9 @@
 #include <jansson.h>
 
 #include "wire.h"
+
+/* Reasons an offence may be recorded under (gossip's refusals fit). */
+#define SELECT_REASONS 4
 
 enum select_policy { SELECT_ADAPTIVE, SELECT_RANDOM };
 
@@ -38,6 +42,10 @@ struct select_link {
 	unsigned failures;      /* consecutive */
 	uint64_t selected;      /* times picked */
 	uint64_t exchanges;     /* finished successfully */
+	/* Values refused from this member, by the caller's reason index;
+	 * the penalty decays with time and keeps it out until shun_until. */
+	uint64_t offences[SELECT_REASONS];
+	double penalty, penalty_at, shun_until;
 };
 
 struct select;
@@ -58,6 +66,11 @@ const char *select_pick(struct select *s, double now, const char *const *addrs, 
  * seconds, or failed. */
 void select_record(struct select *s, const char *addr, double now, size_t bytes,
     double seconds, int ok);
+/* addr sent values this peer refused (reason < SELECT_REASONS): it sits
+ * out for a time that doubles with its penalty, which halves every
+ * SELECT_PENALTY_HALFLIFE seconds, so a member that recovers (or was
+ * refused once by chance) comes back. */
+void select_offence(struct select *s, const char *addr, double now, unsigned reason);
 /* NULL if the link was never picked or measured. */
 const struct select_link *select_link(const struct select *s, const char *addr);
 /* Add "select": {policy, candidates_last, picks...} to obj. */

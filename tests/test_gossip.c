@@ -5,8 +5,12 @@
  * peers asking each other at once both succeed (sparse) or both get BUSY
  * (dense), and a peer with no model yet answers BUSY; a lost reply times out;
  * malformed and mismatched requests change nothing; pulls serve exact
- * slices. select: random and adaptive picks, the bandwidth cut-off, the
- * connectivity guard and the failure backoff.
+ * slices. Poison: a REQ or REPLY carrying NaN or Inf, or absurd finite
+ * values, is refused, counted, reported and leaves the model unchanged; a
+ * peer whose own values are not finite never sends them; a joiner drops a
+ * donor that sends NaN or values far from the others'. select: random
+ * and adaptive picks, the bandwidth cut-off, the connectivity guard, the
+ * failure backoff and the decaying shun of an offender.
  */
 #include <errno.h>
 #include <math.h>
@@ -16,6 +20,7 @@
 
 #include <sodium.h>
 
+#include "bootstrap.h"
 #include "check.h"
 #include "gossip.h"
 #include "select.h"
@@ -41,6 +46,8 @@ struct peer {
 	struct gossip *g;
 	enum gossip_result last;
 	int done;
+	int refused[GOSSIP_REFUSE_N];
+	char refused_from[32];
 };
 
 static struct peer peers[2];
@@ -81,6 +88,15 @@ fake_done(void *arg, const char *addr, double now, enum gossip_result r, size_t 
 	p->done++;
 	if (restart_on_done && r == GOSSIP_FAILED)
 		gossip_start(p->g, now, peers[1 - p->idx].addr);
+}
+
+static void
+fake_refused(void *arg, const char *addr, enum gossip_refusal why)
+{
+	struct peer *p = arg;
+
+	p->refused[why]++;
+	snprintf(p->refused_from, sizeof(p->refused_from), "%s", addr);
 }
 
 static uint64_t
@@ -127,7 +143,8 @@ setup(enum gossip_mode mode, enum gossip_values values, double density, const ch
 	struct errbuf err;
 
 	for (int i = 0; i < 2; i++) {
-		struct gossip_ops ops = { fake_send, fake_done, fake_step, &peers[i] };
+		struct gossip_ops ops = { fake_send, fake_done, fake_step, fake_refused,
+		    &peers[i] };
 
 		memset(&peers[i], 0, sizeof(peers[i]));
 		peers[i].idx = i;
@@ -302,6 +319,201 @@ test_pull(void)
 	teardown();
 }
 
+/* Deliver the first queued message after poison(values, count) ran on
+ * its payload (a REQ or an OK REPLY, fp32). */
+static void
+deliver_poisoned(void (*poison)(float *v, size_t n))
+{
+	struct msg q = queue[0];
+	size_t hdr = q.type == GOSSIP_T_REQ ? 48 : 32;
+
+	memmove(queue, queue + 1, (size_t)(nq - 1) * sizeof(queue[0]));
+	nq--;
+	if (poison != NULL)
+		poison((float *)(q.buf + hdr), (q.len - hdr) / sizeof(float));
+	gossip_recv(peers[q.to].g, 0.5, q.from, q.type, q.buf, q.len);
+	free(q.buf);
+}
+
+static void
+poison_nan(float *v, size_t n)
+{
+	v[n / 2] = NAN;
+}
+
+static void
+poison_inf(float *v, size_t n)
+{
+	(void)n;
+	v[0] = -INFINITY;
+}
+
+/* Finite, but what a diverging peer sends: far above anyone's weights. */
+static void
+poison_huge(float *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		v[i] *= 1e6f;
+}
+
+static uint64_t
+rejected(struct gossip *g, const char *why)
+{
+	json_t *o = json_object();
+	uint64_t n;
+
+	CHECK(gossip_stats_json(g, o) == 0);
+	n = (uint64_t)json_integer_value(json_object_get(json_object_get(json_object_get(o,
+	    "gossip"), "rejected"), why));
+	json_decref(o);
+	return n;
+}
+
+static int
+same(struct model *m, const float *x)
+{
+	float *y = snap(m);
+	int eq = memcmp(x, y, m->d * sizeof(float)) == 0;
+
+	free(y);
+	return eq;
+}
+
+static void
+test_poison(void)
+{
+	static void (*const poisons[])(float *, size_t) = { poison_nan, poison_inf, poison_huge };
+	static const char *const why[] = { "nonfinite", "nonfinite", "far" };
+	uint8_t req[GOSSIP_PULL_SIZE];
+	struct gossip_chunk c;
+	float *a0, *b0;
+
+	for (size_t k = 0; k < GD_ARRAY_SIZE(poisons); k++) {
+		enum gossip_refusal r = k < 2 ? GOSSIP_REFUSE_NONFINITE : GOSSIP_REFUSE_FAR;
+
+		/* A poisoned REQ: the responder refuses it, unchanged, and
+		 * answers REFUSED so the initiator's exchange ends now. */
+		setup(k == 1 ? GOSSIP_DENSE : GOSSIP_SAPS, GOSSIP_FP32, 0.1, "40-20-10",
+		    "40-20-10");
+		a0 = snap(peers[0].m);
+		b0 = snap(peers[1].m);
+		CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == 0);
+		CHECK(nq == 1 && queue[0].type == GOSSIP_T_REQ);
+		deliver_poisoned(poisons[k]);
+		CHECKF(same(peers[1].m, b0), "poison %zu: responder's model changed", k);
+		CHECK(rejected(peers[1].g, why[k]) == 1 && peers[1].refused[r] == 1);
+		CHECK(strcmp(peers[1].refused_from, peers[0].addr) == 0);
+		pump(0);
+		CHECK(peers[0].done == 1 && peers[0].last == GOSSIP_FAILED);
+		CHECK(!gossip_active(peers[0].g) && same(peers[0].m, a0));
+		CHECK(rejected(peers[0].g, why[k]) == 0);
+
+		/* A poisoned REPLY: the initiator refuses it, unchanged. */
+		CHECK(gossip_start(peers[0].g, 1.0, peers[1].addr) == 0);
+		deliver_poisoned(NULL);
+		CHECK(nq == 1 && queue[0].type == GOSSIP_T_REPLY && queue[0].buf[1] == 0);
+		deliver_poisoned(poisons[k]);
+		CHECK(peers[0].done == 2 && peers[0].last == GOSSIP_FAILED);
+		CHECKF(same(peers[0].m, a0), "poison %zu: initiator's model changed", k);
+		CHECK(rejected(peers[0].g, why[k]) == 1 && peers[0].refused[r] == 1);
+		CHECK(strcmp(peers[0].refused_from, peers[1].addr) == 0);
+		free(a0);
+		free(b0);
+		teardown();
+	}
+
+	/* Own values not finite: no REQ, a REFUSED REPLY, an error CHUNK. */
+	setup(GOSSIP_DENSE, GOSSIP_FP32, 1.0, "40-20-10", "40-20-10");
+	a0 = snap(peers[0].m);
+	a0[3] = NAN;
+	CHECK(model_restore(peers[0].m, a0, NULL) == 0);
+	CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == -EDOM);
+	CHECK(nq == 0 && !gossip_active(peers[0].g));
+	CHECK(gossip_start(peers[1].g, 0.0, peers[0].addr) == 0);
+	deliver_poisoned(NULL);
+	CHECK(nq == 1 && queue[0].type == GOSSIP_T_REPLY && queue[0].len == 32 &&
+	    queue[0].buf[1] != 0);
+	pump(0);
+	CHECK(peers[1].last == GOSSIP_FAILED);
+	gossip_pull_encode(req, 9, 0, 10);
+	gossip_recv(peers[0].g, 0, peers[1].addr, GOSSIP_T_PULL, req, sizeof(req));
+	CHECK(nq == 1 && gossip_chunk_decode(queue[0].buf, queue[0].len, &c) == 0);
+	CHECK(c.status == -EDOM);
+	pump(0);
+	free(a0);
+	teardown();
+}
+
+/* A joiner's pull: the PULLs bootstrap sends, by donor. */
+static uint64_t pull_id[BOOTSTRAP_MAX_DONORS];
+static const char *const donors[BOOTSTRAP_MAX_DONORS] = { "d:0", "d:1", "d:2" };
+
+static int
+pull_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
+    void (*cb)(void *, int), void *cbarg)
+{
+	(void)arg;
+	(void)cb;
+	(void)cbarg;
+	CHECK(type == GOSSIP_T_PULL && len == GOSSIP_PULL_SIZE);
+	for (int i = 0; i < BOOTSTRAP_MAX_DONORS; i++) {
+		if (strcmp(addr, donors[i]) == 0)
+			pull_id[i] = wire_get_u64(buf);
+	}
+	return 0;
+}
+
+static void
+chunk_answer(struct bootstrap *b, int di, const float *v, size_t n)
+{
+	uint8_t buf[GOSSIP_CHUNK_HEADER + 64 * sizeof(float)];
+
+	memset(buf, 0, GOSSIP_CHUNK_HEADER);
+	wire_put_u64(buf, pull_id[di]);
+	wire_put_u64(buf + 16, n);
+	wire_put_u64(buf + 24, 10);
+	memcpy(buf + GOSSIP_CHUNK_HEADER, v, n * sizeof(float));
+	bootstrap_recv(b, 0.1, donors[di], buf, GOSSIP_CHUNK_HEADER + n * sizeof(float));
+}
+
+static void
+test_bootstrap_poison(void)
+{
+	struct bootstrap_ops ops = { pull_send, NULL };
+	float v[3][64];
+
+	for (int k = 0; k < 2; k++) {
+		struct bootstrap *b;
+		const float *x;
+		json_t *o = json_object(), *rej;
+
+		for (int i = 0; i < 64; i++) {
+			v[0][i] = (float)randombytes_uniform(1000) / 1e4f - 0.05f;
+			v[1][i] = v[0][i] * 1.2f;
+			v[2][i] = k == 0 ? v[0][i] : v[0][i] * 1e5f;
+		}
+		if (k == 0)
+			v[2][7] = NAN;
+		CHECK(bootstrap_new(64, 1.0, &ops, &b) == 0);
+		CHECK(bootstrap_start(b, 0, donors, 3) == 0);
+		/* The poisoned donor answers first, the others after. */
+		chunk_answer(b, 2, v[2], 64);
+		CHECK(!bootstrap_done(b));
+		chunk_answer(b, 0, v[0], 64);
+		chunk_answer(b, 1, v[1], 64);
+		CHECKF(bootstrap_done(b) && !bootstrap_failed(b), "case %d: not done", k);
+		x = bootstrap_params(b);
+		for (int i = 0; i < 64; i++)
+			CHECKF(fabsf(x[i] - (v[0][i] + v[1][i]) / 2) < 1e-6f,
+			    "case %d: x[%d] %g", k, i, x[i]);
+		CHECK(bootstrap_stats_json(b, o) == 0);
+		rej = json_object_get(json_object_get(o, "bootstrap"), "rejected");
+		CHECK(json_integer_value(json_object_get(rej, k ? "far" : "nonfinite")) == 1);
+		json_decref(o);
+		bootstrap_free(b);
+	}
+}
+
 static void
 test_select(void)
 {
@@ -356,6 +568,18 @@ test_select(void)
 	}
 	CHECK(select_pick(s, 30.1, addrs, 1, NULL) == NULL);
 	CHECK(select_pick(s, 40, addrs, 1, NULL) != NULL);
+	/* An offender sits out 2 s, then 4 s if it offends again soon ... */
+	select_offence(s, "b:1", 50, 0);
+	CHECK(select_link(s, "b:1")->offences[0] == 1);
+	CHECK(select_pick(s, 51.9, addrs + 1, 1, NULL) == NULL);
+	CHECK(select_pick(s, 52.1, addrs + 1, 1, NULL) != NULL);
+	select_offence(s, "b:1", 52.1, 1);
+	CHECK(select_pick(s, 56.0, addrs + 1, 1, NULL) == NULL);
+	CHECK(select_pick(s, 56.2, addrs + 1, 1, NULL) != NULL);
+	/* ... and the penalty decays: much later, 2 s again. */
+	select_offence(s, "b:1", 1000, 1);
+	CHECK(select_link(s, "b:1")->offences[1] == 2);
+	CHECK(select_pick(s, 1002.1, addrs + 1, 1, NULL) != NULL);
 	select_free(s);
 }
 /* A REQ whose density and block no mask can hold (issue 18.2: a block
@@ -400,6 +624,8 @@ main(void)
 	test_busy_timeout_malformed();
 	test_bad_mask();
 	test_pull();
+	test_poison();
+	test_bootstrap_poison();
 	test_select();
 	return check_exit("test_gossip");
 }
