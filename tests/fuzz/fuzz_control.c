@@ -34,7 +34,7 @@
 static uv_loop_t loop;
 static struct control *ctl;
 static struct config cfg;
-static char dir[64], path[128];
+static char dir[64], path[96];
 static char *big;
 static uint64_t deferred[FUZZ_DEFERRED];
 static size_t ndeferred, ndeferred_total;

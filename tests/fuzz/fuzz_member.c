@@ -5,7 +5,11 @@
  *	u8 type (64 + n % 5: PING, ACK, PING_REQ, SYNC, GOSSIP), u8 sender
  *	(one of the three, or an unknown one), u16 length, the message bytes,
  *	u8 milliseconds/8 to let pass (member_tick)
- * through member_msg_decode and member_recv. Sends are recorded and called
+ * through member_msg_decode and member_recv. A type byte with bit 7 set
+ * makes the record a compact GOSSIP instead: u8 count, then count pairs
+ * (u8 member index and state, u8 incarnation step), which the harness
+ * encodes with rising incarnations per member; random bytes rarely make
+ * rising 64-bit incarnations, and state changes need them. Sends are recorded and called
  * back (delivered or failed, by the input) after each record, never inside,
  * as member.h requires. ASan/UBSan are the oracle.
  */
@@ -27,6 +31,7 @@ static struct {
 	void *arg;
 } pending[FUZZ_PENDING];
 static size_t npending;
+static uint64_t inc[4];		/* last incarnation per address, compact records */
 
 static int
 fuzz_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
@@ -56,6 +61,27 @@ fuzz_change(void *arg, const char *addr, uint64_t id, enum member_state old,
 	(void)id;
 	(void)old;
 	(void)now;
+}
+
+/* Encode a compact GOSSIP record (see the top) into buf; returns its length. */
+static size_t
+fuzz_compact(struct fuzz_in *in, uint8_t *buf, size_t cap, struct member_update *u)
+{
+	struct member_msg msg = { .u = u };
+	int len;
+
+	msg.n = (uint16_t)(fuzz_u8(in) % 64);
+	for (uint16_t i = 0; i < msg.n; i++) {
+		uint8_t a = fuzz_u8(in);
+		unsigned who = a % 4;
+
+		inc[who] += fuzz_u8(in) % 4;
+		u[i] = (struct member_update){ .state = (uint8_t)((a >> 2) % 4),
+		    .id = who + 2, .incarnation = inc[who] };
+		snprintf(u[i].addr, sizeof(u[i].addr), "%s", fuzz_addrs[who]);
+	}
+	len = member_msg_encode(MEMBER_T_GOSSIP, &msg, buf, cap);
+	return len < 0 ? 0 : (size_t)len;
 }
 
 /* Callbacks may send again: run until none is left. */
@@ -92,6 +118,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct member_update ubuf[MEMBER_MSG_MAX_UPDATES];
+	static uint8_t compact[64 * (18 + WIRE_ADDR_MAX) + 16];
 	struct fuzz_in in = { data, size };
 	struct member_params p = { .self_addr = "10.0.0.1:1", .self_id = 1,
 	    .incarnation = 1000 };
@@ -103,17 +130,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_t *stats;
 
 	log_set_level(LOG_ERROR);
+	for (int i = 0; i < 4; i++)
+		inc[i] = 5;
 	if (member_new(&p, &ops, now, &m, &err) != 0)
 		abort();
 	fuzz_introduce(m, now);
 	fuzz_callback(0);
 	while (in.n > 0) {
-		uint8_t type = (uint8_t)(MEMBER_T_FIRST + fuzz_u8(&in) % 5);
+		uint8_t t = fuzz_u8(&in);
+		uint8_t type = (uint8_t)(MEMBER_T_FIRST + (t & 0x7f) % 5);
 		uint8_t who = fuzz_u8(&in);
 		const char *from = fuzz_addrs[who % 4];
 		struct member_msg msg = { .u = ubuf };
 		const uint8_t *buf;
-		size_t len = fuzz_bytes(&in, fuzz_u16(&in), &buf);
+		size_t len;
+
+		if (t & 0x80) {
+			type = MEMBER_T_GOSSIP;
+			len = fuzz_compact(&in, compact, sizeof(compact), ubuf);
+			buf = compact;
+		} else {
+			len = fuzz_bytes(&in, fuzz_u16(&in), &buf);
+		}
 
 		(void)member_msg_decode(type, buf, len, &msg, MEMBER_MSG_MAX_UPDATES, &err);
 		if (who & 0x80)

@@ -99,6 +99,17 @@ def mrec(typ, sender, msg, dt=10):
 
 peers = [(0, 2, 5, b"10.0.0.2:2"), (0, 3, 5, b"10.0.0.3:3")]
 put("member", "ping-ack", mrec(64, 0, mmsg([], seq=7)) + mrec(65, 1, mmsg(peers, seq=1)))
+# A full table as a joiner's SYNC brings it (live, suspect, dead and left
+# records), then the news of a busy minute: several state changes at once.
+table = [(i % 4, 10 + i, 100 + i, b"10.0.1.%d:%d" % (i, 7000 + i)) for i in range(14)]
+put("member", "sync-table", mrec(67, 0, mmsg(table, flags=1)) +
+    mrec(68, 1, mmsg([(2, 12, 103, b"10.0.1.2:7002"), (0, 12, 104, b"10.0.1.2:7002"),
+                      (1, 13, 104, b"10.0.1.3:7003"), (3, 10, 101, b"10.0.1.0:7000"),
+                      (0, 10, 102, b"10.0.1.0:7000")]), dt=1))
+# The same kind of news as compact records (fuzz_member.c): member index and
+# state, incarnation step.
+put("member", "compact", bytes([0x80 | 4, 0, 4, 1 | 0 << 2, 1, 2 | 1 << 2, 1, 3 | 2 << 2, 1,
+                                1 | 3 << 2, 2, 5]) + mrec(64, 0, mmsg([], seq=2)))
 put("member", "ping-req", mrec(66, 1, mmsg([], seq=4, target=b"10.0.0.4:4")))
 put("member", "sync", mrec(67, 2, mmsg(peers + [(0, 9, 1, b"10.0.0.8:8")], flags=1)))
 put("member", "gossip", mrec(68, 0, mmsg([(1, 3, 6, b"10.0.0.3:3"),
