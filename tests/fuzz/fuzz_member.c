@@ -2,16 +2,17 @@
  * fuzz_member: membership message handling. Each input starts a fresh
  * member (this peer, 10.0.0.1:1) that already knows three peers, then plays
  * a script of records, each
- *	u8 type (64 + n % 5: PING, ACK, PING_REQ, SYNC, GOSSIP), u8 sender
- *	(one of the three, or an unknown one), u16 length, the message bytes,
- *	u8 milliseconds/8 to let pass (member_tick)
- * through member_msg_decode and member_recv. A type byte with bit 7 set
- * makes the record a compact GOSSIP instead: u8 count, then count pairs
- * (u8 member index and state, u8 incarnation step), which the harness
- * encodes with rising incarnations per member; random bytes rarely make
- * rising 64-bit incarnations, and state changes need them. Sends are recorded and called
- * back (delivered or failed, by the input) after each record, never inside,
- * as member.h requires. ASan/UBSan are the oracle.
+ *	u8 type (64 + n % 5: PING, ACK, PING_REQ, SYNC, GOSSIP),
+ *	u8 sender (n % 4: one of the three or a stranger; bit 7: report it
+ *	down instead, member_peer_down; bit 6: this record's sends fail),
+ *	u16 length, the message bytes, u8 time to let pass in 8 ms steps
+ * through member_msg_decode, member_recv and member_tick. A type byte with
+ * bit 7 set makes the record a compact GOSSIP instead: u8 count, then
+ * count pairs (u8 member index and state, u8 incarnation step) that the
+ * harness encodes with rising incarnations per member; random bytes rarely
+ * make rising 64-bit incarnations, and state changes need them. Sends are
+ * recorded and called back after each record, never inside, as member.h
+ * requires. ASan/UBSan are the oracle.
  */
 #include <errno.h>
 #include <stdio.h>
