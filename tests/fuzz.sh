@@ -1,0 +1,28 @@
+#!/bin/sh
+# Replays every fuzz target's corpus (tests/fuzz/corpus/NAME) through
+# replay_NAME: a fast regression test of every input a fuzzer ever kept,
+# crash inputs of fixed bugs included. Long fuzzing runs are by hand (README).
+# Without a sanitizer in the build, glibc's malloc checks (libc_malloc_debug,
+# MALLOC_CHECK_=3) still catch heap overflows at free time.
+. "$(dirname "$0")/lib.sh"
+
+malloc_debug=
+for lib in /lib/x86_64-linux-gnu/libc_malloc_debug.so.0 /usr/lib64/libc_malloc_debug.so.0; do
+	[ -f "$lib" ] && { malloc_debug=$lib; break; }
+done
+
+failed=
+for name in wire session control config idx ckpt member gossip; do
+	bin="$top_builddir/tests/fuzz/replay_$name"
+	dir="$top_srcdir/tests/fuzz/corpus/$name"
+	[ -x "$bin" ] || fail "$bin not built"
+	[ -d "$dir" ] || fail "no corpus $dir"
+	if [ -n "$malloc_debug" ] && ! grep -q __asan_init "$bin"; then
+		LD_PRELOAD=$malloc_debug MALLOC_CHECK_=3 "$bin" "$dir" >"$T/$name.log" 2>&1
+	else
+		"$bin" "$dir" >"$T/$name.log" 2>&1
+	fi ||
+		{ tail -n 30 "$T/$name.log" >&2; failed="$failed $name"; continue; }
+	ok "$name: $(tail -n 1 "$T/$name.log")"
+done
+[ -z "$failed" ] || fail "fuzz targets crashed on their corpus:$failed"

@@ -1,0 +1,57 @@
+/*
+ * fuzz: what every libFuzzer target under tests/fuzz shares. A target is one
+ * fuzz_NAME.c with LLVMFuzzerTestOneInput; it drives one module through its
+ * public header only, with mocks (ops callbacks) living in the target. The
+ * same file links either libFuzzer (fuzz_NAME, --enable-fuzzing) or
+ * replay.c (replay_NAME, every build: make check replays the corpora).
+ *
+ * Inputs are cut into fields with a cursor that never fails: past the end
+ * every read yields zeros, so any byte string is a valid input.
+ */
+#ifndef GD_FUZZ_H
+#define GD_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct fuzz_in {
+	const uint8_t *p;
+	size_t n;
+};
+
+static inline uint8_t
+fuzz_u8(struct fuzz_in *in)
+{
+	uint8_t v = 0;
+
+	if (in->n > 0) {
+		v = *in->p++;
+		in->n--;
+	}
+	return v;
+}
+
+static inline uint16_t
+fuzz_u16(struct fuzz_in *in)
+{
+	uint16_t lo = fuzz_u8(in);
+
+	return (uint16_t)(lo | (uint16_t)fuzz_u8(in) << 8);
+}
+
+/* Up to want bytes (fewer at the end of the input); returns how many. */
+static inline size_t
+fuzz_bytes(struct fuzz_in *in, size_t want, const uint8_t **out)
+{
+	size_t n = want < in->n ? want : in->n;
+
+	*out = in->p;
+	in->p += n;
+	in->n -= n;
+	return n;
+}
+
+#endif
