@@ -100,7 +100,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fuzz_in in = { data, size };
 	struct gossip_params p = { .mode = GOSSIP_SAPS, .values = GOSSIP_FP32, .density = 0.5,
 	    .block = 4, .seed = 42, .timeout = 1.0 };
-	struct gossip_ops ops = { fuzz_send, fuzz_done, fuzz_step, NULL };
+	struct gossip_ops ops = { fuzz_send, fuzz_done, fuzz_step, NULL, NULL };
 	struct gossip *g;
 	double now = 10.0;
 	uint8_t flags;
