@@ -11,6 +11,7 @@
 #ifndef GD_FUZZ_H
 #define GD_FUZZ_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -52,6 +53,38 @@ fuzz_bytes(struct fuzz_in *in, size_t want, const uint8_t **out)
 	in->p += n;
 	in->n -= n;
 	return n;
+}
+
+/* Send callbacks a target holds back, to run later with the status the
+ * input picks; callbacks may send again, so release runs until none is
+ * left. One list per target process, hence static here. */
+#define FUZZ_PENDING 4096
+static struct {
+	void (*cb)(void *, int);
+	void *arg;
+} fuzz_pending[FUZZ_PENDING];
+static size_t fuzz_npending;
+
+static inline int
+fuzz_hold(void (*cb)(void *, int), void *arg)
+{
+	if (cb == NULL)
+		return 0;
+	if (fuzz_npending == FUZZ_PENDING)
+		return -ENOBUFS;
+	fuzz_pending[fuzz_npending].cb = cb;
+	fuzz_pending[fuzz_npending].arg = arg;
+	fuzz_npending++;
+	return 0;
+}
+
+static inline void
+fuzz_release(int status)
+{
+	while (fuzz_npending > 0) {
+		fuzz_npending--;
+		fuzz_pending[fuzz_npending].cb(fuzz_pending[fuzz_npending].arg, status);
+	}
 }
 
 #endif

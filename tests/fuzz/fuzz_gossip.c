@@ -18,14 +18,8 @@
 #include "log.h"
 #include "wire.h"
 
-#define FUZZ_PENDING 64
 #define FUZZ_MSG_MAX 4096
 
-static struct {
-	void (*cb)(void *, int);
-	void *arg;
-} pending[FUZZ_PENDING];
-static size_t npending;
 static uint8_t req_nonce[8];
 static struct model *model;
 static float *x0;
@@ -38,14 +32,7 @@ fuzz_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len
 	(void)addr;
 	if (type == GOSSIP_T_REQ && len >= 16)
 		memcpy(req_nonce, (const uint8_t *)buf + 8, 8);
-	if (cb == NULL)
-		return 0;
-	if (npending == FUZZ_PENDING)
-		return -ENOBUFS;
-	pending[npending].cb = cb;
-	pending[npending].arg = cbarg;
-	npending++;
-	return 0;
+	return fuzz_hold(cb, cbarg);
 }
 
 static void
@@ -65,15 +52,6 @@ fuzz_step(void *arg)
 {
 	(void)arg;
 	return 7;
-}
-
-static void
-fuzz_callback(int status)
-{
-	while (npending > 0) {
-		npending--;
-		pending[npending].cb(pending[npending].arg, status);
-	}
 }
 
 static void
@@ -131,7 +109,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(msg, buf, len);
 		if ((f & 2) && len >= 16)
 			memcpy(msg + 8, req_nonce, 8);
-		fuzz_callback(0);
+		fuzz_release(0);
 		gossip_recv(g, now, f & 1 ? "10.0.0.3:3" : "10.0.0.2:2", type, msg, len);
 		now += fuzz_u8(&in) * 0.001;
 		(void)gossip_tick(g, now);
@@ -141,7 +119,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	stats = json_object();
 	gossip_stats_json(g, stats);
 	json_decref(stats);
-	fuzz_callback(-ECANCELED);
+	fuzz_release(-ECANCELED);
 	gossip_free(g);
 	return 0;
 }

@@ -22,16 +22,10 @@
 #include "log.h"
 #include "member.h"
 
-#define FUZZ_PENDING 4096
 
 static const char *const fuzz_addrs[] = { "10.0.0.2:2", "10.0.0.3:3", "10.0.0.4:4",
 	"10.0.0.9:9" };
 
-static struct {
-	member_send_cb cb;
-	void *arg;
-} pending[FUZZ_PENDING];
-static size_t npending;
 static uint64_t inc[4];		/* last incarnation per address, compact records */
 
 static int
@@ -43,14 +37,7 @@ fuzz_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len
 	(void)type;
 	(void)buf;
 	(void)len;
-	if (cb == NULL)
-		return 0;
-	if (npending == FUZZ_PENDING)
-		return -ENOBUFS;
-	pending[npending].cb = cb;
-	pending[npending].arg = cbarg;
-	npending++;
-	return 0;
+	return fuzz_hold(cb, cbarg);
 }
 
 static void
@@ -83,16 +70,6 @@ fuzz_compact(struct fuzz_in *in, uint8_t *buf, size_t cap, struct member_update 
 	}
 	len = member_msg_encode(MEMBER_T_GOSSIP, &msg, buf, cap);
 	return len < 0 ? 0 : (size_t)len;
-}
-
-/* Callbacks may send again: run until none is left. */
-static void
-fuzz_callback(int status)
-{
-	while (npending > 0) {
-		npending--;
-		pending[npending].cb(pending[npending].arg, status);
-	}
 }
 
 /* Tell m about the three known peers, as a GOSSIP from the first. */
@@ -136,7 +113,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (member_new(&p, &ops, now, &m, &err) != 0)
 		abort();
 	fuzz_introduce(m, now);
-	fuzz_callback(0);
+	fuzz_release(0);
 	while (in.n > 0) {
 		uint8_t t = fuzz_u8(&in);
 		uint8_t type = (uint8_t)(MEMBER_T_FIRST + (t & 0x7f) % 5);
@@ -161,14 +138,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			member_recv(m, now, (uint64_t)(who % 4) + 2, from, type, buf, len);
 		now += fuzz_u8(&in) * 0.008;
 		member_tick(m, now);
-		fuzz_callback(who & 0x40 ? -EIO : 0);
+		fuzz_release(who & 0x40 ? -EIO : 0);
 	}
 	(void)member_list(m, info, 8);
 	stats = json_object();
 	member_stats_json(m, stats);
 	json_decref(stats);
 	member_leave(m, now);
-	fuzz_callback(0);
+	fuzz_release(0);
 	member_free(m);
 	return 0;
 }
