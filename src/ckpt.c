@@ -26,6 +26,7 @@
 #include "gossipd/ckpt_format.h"
 #include "ckpt.h"
 #include "log.h"
+#include "wire.h"
 
 _Static_assert(sizeof(struct gd_ckpt_header) == GD_CKPT_HEADER_SIZE,
     "checkpoint header layout");
@@ -38,33 +39,6 @@ _Static_assert(sizeof(float) == 4, "IEEE-754 binary32 floats");
 #define CKPT_MAX_UNITS (1 << 24)
 /* Floats encoded per write / decoded per read. */
 #define CKPT_CHUNK 16384
-
-static void
-ckpt_put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void
-ckpt_put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t
-ckpt_get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-ckpt_get64(const unsigned char *p)
-{
-	return (uint64_t)ckpt_get32(p) | (uint64_t)ckpt_get32(p + 4) << 32;
-}
 
 static int
 ckpt_write_all(int fd, const void *buf, size_t n)
@@ -259,16 +233,16 @@ ckpt_encode_header(const struct ckpt_state *st, unsigned char *h)
 {
 	memset(h, 0, GD_CKPT_HEADER_SIZE);
 	memcpy(h + CKPT_HOFF(magic), GD_CKPT_MAGIC, 8);
-	ckpt_put32(h + CKPT_HOFF(version), GD_CKPT_VERSION);
-	ckpt_put32(h + CKPT_HOFF(header_size), GD_CKPT_HEADER_SIZE);
-	ckpt_put32(h + CKPT_HOFF(nlayers), (uint32_t)st->spec.nlayers);
+	wire_put_u32(h + CKPT_HOFF(version), GD_CKPT_VERSION);
+	wire_put_u32(h + CKPT_HOFF(header_size), GD_CKPT_HEADER_SIZE);
+	wire_put_u32(h + CKPT_HOFF(nlayers), (uint32_t)st->spec.nlayers);
 	for (int i = 0; i <= st->spec.nlayers; i++)
-		ckpt_put32(h + CKPT_HOFF(sizes) + 4 * (size_t)i, (uint32_t)st->spec.sizes[i]);
-	ckpt_put64(h + CKPT_HOFF(d), st->d);
-	ckpt_put64(h + CKPT_HOFF(step), st->step);
-	ckpt_put64(h + CKPT_HOFF(seed), st->seed);
-	ckpt_put32(h + CKPT_HOFF(epoch), st->epoch);
-	ckpt_put32(h + CKPT_HOFF(flags), 0);
+		wire_put_u32(h + CKPT_HOFF(sizes) + 4 * (size_t)i, (uint32_t)st->spec.sizes[i]);
+	wire_put_u64(h + CKPT_HOFF(d), st->d);
+	wire_put_u64(h + CKPT_HOFF(step), st->step);
+	wire_put_u64(h + CKPT_HOFF(seed), st->seed);
+	wire_put_u32(h + CKPT_HOFF(epoch), st->epoch);
+	wire_put_u32(h + CKPT_HOFF(flags), 0);
 }
 
 /* Writes n floats as LE bit patterns, feeding the checksum on the way. */
@@ -284,7 +258,7 @@ ckpt_write_floats(int fd, const float *v, size_t n, crypto_generichash_state *hs
 			uint32_t u;
 
 			memcpy(&u, &v[i], 4);
-			ckpt_put32(buf + 4 * i, u);
+			wire_put_u32(buf + 4 * i, u);
 		}
 		crypto_generichash_update(hs, buf, 4 * k);
 		if ((rc = ckpt_write_all(fd, buf, 4 * k)) != 0)
@@ -387,26 +361,26 @@ ckpt_decode_header(const char *path, const unsigned char *h, off_t size,
 
 	if (memcmp(h + CKPT_HOFF(magic), GD_CKPT_MAGIC, 8) != 0)
 		return errbuf_set(err, -EINVAL, "%s: not a gossipd checkpoint (bad magic)", path);
-	if ((v = ckpt_get32(h + CKPT_HOFF(version))) != GD_CKPT_VERSION)
+	if ((v = wire_get_u32(h + CKPT_HOFF(version))) != GD_CKPT_VERSION)
 		return errbuf_set(err, -ENOTSUP, "%s: unsupported checkpoint version %" PRIu32,
 		    path, v);
-	if ((hsz = ckpt_get32(h + CKPT_HOFF(header_size))) != GD_CKPT_HEADER_SIZE)
+	if ((hsz = wire_get_u32(h + CKPT_HOFF(header_size))) != GD_CKPT_HEADER_SIZE)
 		return errbuf_set(err, -EINVAL, "%s: header size %" PRIu32 " (expected %d)",
 		    path, hsz, GD_CKPT_HEADER_SIZE);
-	d = ckpt_get64(h + CKPT_HOFF(d));
+	d = wire_get_u64(h + CKPT_HOFF(d));
 	if (d > ((uint64_t)size - GD_CKPT_HEADER_SIZE - GD_CKPT_CHECKSUM_SIZE) / 8 ||
 	    (uint64_t)size != GD_CKPT_HEADER_SIZE + 8 * d + GD_CKPT_CHECKSUM_SIZE)
 		return errbuf_set(err, -EINVAL,
 		    "%s: file size %jd does not match d = %" PRIu64 " in its header "
 		    "(truncated or corrupt)", path, (intmax_t)size, d);
-	nl = ckpt_get32(h + CKPT_HOFF(nlayers));
+	nl = wire_get_u32(h + CKPT_HOFF(nlayers));
 	if (nl < 1 || nl > GD_CKPT_MAX_LAYERS)
 		return errbuf_set(err, -EINVAL, "%s: %" PRIu32 " layers (1 to %d allowed)",
 		    path, nl, GD_CKPT_MAX_LAYERS);
 	memset(&st->spec, 0, sizeof(st->spec));
 	st->spec.nlayers = (int)nl;
 	for (uint32_t i = 0; i <= GD_CKPT_MAX_LAYERS; i++) {
-		uint32_t s = ckpt_get32(h + CKPT_HOFF(sizes) + 4 * i);
+		uint32_t s = wire_get_u32(h + CKPT_HOFF(sizes) + 4 * i);
 
 		if (i > nl && s != 0)
 			return errbuf_set(err, -EINVAL, "%s: size set past the last layer", path);
@@ -418,15 +392,15 @@ ckpt_decode_header(const char *path, const unsigned char *h, off_t size,
 	}
 	if ((rc = ckpt_check_spec(path, &st->spec, (size_t)d, err)) != 0)
 		return rc;
-	if (ckpt_get32(h + CKPT_HOFF(flags)) != 0)
+	if (wire_get_u32(h + CKPT_HOFF(flags)) != 0)
 		return errbuf_set(err, -EINVAL, "%s: unknown flags set", path);
 	for (size_t i = CKPT_HOFF(reserved); i < GD_CKPT_HEADER_SIZE; i++)
 		if (h[i] != 0)
 			return errbuf_set(err, -EINVAL, "%s: reserved header bytes not zero", path);
 	st->d = (size_t)d;
-	st->step = ckpt_get64(h + CKPT_HOFF(step));
-	st->seed = ckpt_get64(h + CKPT_HOFF(seed));
-	st->epoch = ckpt_get32(h + CKPT_HOFF(epoch));
+	st->step = wire_get_u64(h + CKPT_HOFF(step));
+	st->seed = wire_get_u64(h + CKPT_HOFF(seed));
+	st->epoch = wire_get_u32(h + CKPT_HOFF(epoch));
 	return 0;
 }
 
@@ -441,7 +415,7 @@ ckpt_read_floats(int fd, float *v, size_t n, crypto_generichash_state *hs)
 		return rc;
 	crypto_generichash_update(hs, p, 4 * n);
 	for (size_t i = 0; i < n; i++) {
-		uint32_t u = ckpt_get32(p + 4 * i);
+		uint32_t u = wire_get_u32(p + 4 * i);
 
 		memcpy(&v[i], &u, 4);
 	}

@@ -19,17 +19,21 @@
 
 #include <ini.h>
 
+#include "addr.h"
 #include "log.h"
+#include "mask.h"
 
 #define CONFIG_DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
 
 enum config_type {
-	CT_STR,       /* char *, strdup'd */
+	CT_STR,       /* char *, strdup'd; parse(), if any, only validates */
 	CT_INT,       /* int within [min, max] */
 	CT_U64,       /* uint64_t */
 	CT_SIZE,      /* size_t with optional K/M/G suffix, within [min, max] */
 	CT_DOUBLE,    /* double within [min, max] */
 	CT_BOOL,      /* int 0/1 */
+	CT_ADDR,      /* char *, HOST:PORT by addr_split's rule */
+	CT_ENUM,      /* an enum: the value's place among metavar's A|B|... */
 	CT_CUSTOM     /* parse() does it */
 };
 
@@ -38,7 +42,7 @@ struct config_key {
 	int short_opt;
 	const char *metavar;      /* NULL: a flag on the command line */
 	enum config_type type;
-	size_t offset;
+	size_t offset, size;      /* the field; config_set restores it on refusal */
 	double min, max;
 	int (*parse)(struct config *c, const char *v, struct errbuf *err);
 	int runtime;              /* may change while running (gossipctl set) */
@@ -48,17 +52,14 @@ struct config_key {
 static int config_parse_shard(struct config *c, const char *v, struct errbuf *err);
 static int config_parse_partition(struct config *c, const char *v, struct errbuf *err);
 static int config_parse_model(struct config *c, const char *v, struct errbuf *err);
-static int config_parse_schedule(struct config *c, const char *v, struct errbuf *err);
 static int config_parse_log_level(struct config *c, const char *v, struct errbuf *err);
 static int config_parse_provider(struct config *c, const char *v, struct errbuf *err);
-static int config_parse_hostport(struct config *c, const char *v, struct errbuf *err);
 static int config_parse_device(struct config *c, const char *v, struct errbuf *err);
-static int config_parse_mode(struct config *c, const char *v, struct errbuf *err);
-static int config_parse_values(struct config *c, const char *v, struct errbuf *err);
-static int config_parse_select(struct config *c, const char *v, struct errbuf *err);
-static int config_parse_join(struct config *c, const char *v, struct errbuf *err);
+static int config_parse_peers(struct config *c, const char *v, struct errbuf *err);
 
-#define OFF(f) offsetof(struct config, f)
+#define OFF(f) offsetof(struct config, f), sizeof(((struct config *)0)->f)
+/* A key that sets several fields (shard). */
+#define NOFIELD 0, 0
 
 static const struct config_key config_keys[] = {
 	{ "config", 'c', "FILE", CT_STR, OFF(config_path), 0, 0, NULL, 0,
@@ -67,18 +68,18 @@ static const struct config_key config_keys[] = {
 	  "job name; peers of one job share it (default: default)" },
 	{ "seed", 0, "N", CT_U64, OFF(seed), 0, 0, NULL, 0,
 	  "job seed for initialisation, shards and shuffles (default: 1)" },
-	{ "listen", 0, "HOST:PORT", CT_CUSTOM, OFF(listen), 0, 0, config_parse_hostport, 0,
+	{ "listen", 0, "HOST:PORT", CT_ADDR, OFF(listen), 0, 0, NULL, 0,
 	  "open the fabric endpoint on this numeric address (default: none)" },
-	{ "provider", 0, "tcp|verbs", CT_CUSTOM, OFF(provider), 0, 0, config_parse_provider, 0,
+	{ "provider", 0, "tcp|verbs", CT_STR, OFF(provider), 0, 0, config_parse_provider, 0,
 	  "libfabric provider: tcp (tcp;ofi_rxm) or verbs (verbs;ofi_rxm) (default: tcp)" },
 	{ "key_file", 0, "FILE", CT_STR, OFF(key_file), 0, 0, NULL, 0,
 	  "job key made by `gossipctl keygen FILE`; required with --listen" },
 	{ "max_message_size", 0, "BYTES", CT_SIZE, OFF(max_message_size), 4096, 4294967296.0, NULL, 0,
 	  "largest message accepted, K/M/G suffixes allowed (default: 128M)" },
-	{ "peers", 0, "LIST|@FILE", CT_STR, OFF(peers), 0, 0, NULL, 0,
+	{ "peers", 0, "LIST|@FILE", CT_CUSTOM, OFF(peers), 0, 0, config_parse_peers, 0,
 	  "members to contact at start: HOST:PORT,... or @FILE (one per line, # comments);"
 	  " may name this peer and unreachable ones (default: none)" },
-	{ "join", 0, "HOST:PORT", CT_CUSTOM, OFF(join), 0, 0, config_parse_join, 0,
+	{ "join", 0, "HOST:PORT", CT_ADDR, OFF(join), 0, 0, NULL, 0,
 	  "join a running job through any of its members (default: none)" },
 	{ "linger", 0, "yes|no", CT_BOOL, OFF(linger), 0, 0, NULL, 0,
 	  "stay a member after the training budget ends, until told to leave (default: no)" },
@@ -92,9 +93,9 @@ static const struct config_key config_keys[] = {
 	  "members asked to probe a silent member indirectly (default: 3)" },
 	{ "leave_timeout", 0, "MS", CT_INT, OFF(leave_timeout), 1, 600000, NULL, 0,
 	  "longest wait for members to acknowledge a leave announcement (default: 2000)" },
-	{ "mode", 0, "saps|dense", CT_CUSTOM, 0, 0, 0, config_parse_mode, 0,
+	{ "mode", 0, "saps|dense", CT_ENUM, OFF(mode), 0, 0, NULL, 0,
 	  "exchange a sparse random slice (saps) or the whole model (dense) (default: saps)" },
-	{ "values", 0, "fp32|fp16", CT_CUSTOM, 0, 0, 0, config_parse_values, 1,
+	{ "values", 0, "fp32|fp16", CT_ENUM, OFF(values), 0, 0, NULL, 1,
 	  "how exchanged values travel (default: fp32)" },
 	{ "density", 0, "X", CT_DOUBLE, OFF(density), 1e-6, 1, NULL, 1,
 	  "saps: fraction of the model one exchange mixes (default: 0.01)" },
@@ -105,7 +106,7 @@ static const struct config_key config_keys[] = {
 	{ "lag", 0, "ROUNDS", CT_INT, OFF(lag), 0, 1000, NULL, 1,
 	  "pause training while an exchange this peer started this many rounds ago is"
 	  " still running; 0: never pause (default: 0)" },
-	{ "select", 0, "adaptive|random", CT_CUSTOM, 0, 0, 0, config_parse_select, 1,
+	{ "select", 0, "adaptive|random", CT_ENUM, OFF(select), 0, 0, NULL, 1,
 	  "how the partner of an exchange is chosen (default: adaptive)" },
 	{ "bw_ratio", 0, "X", CT_DOUBLE, OFF(bw_ratio), 1, 1e6, NULL, 1,
 	  "adaptive: links within this factor of the fastest are candidates (default: 4)" },
@@ -117,13 +118,13 @@ static const struct config_key config_keys[] = {
 	  "control socket (default: /tmp/gossipd-UID/JOB.sock)" },
 	{ "data", 0, "DIR", CT_STR, OFF(data_dir), 0, 0, NULL, 0,
 	  "directory of the IDX files (default: " CONFIG_DEFAULT_DATA ")" },
-	{ "shard", 0, "I/N", CT_CUSTOM, 0, 0, 0, config_parse_shard, 0,
+	{ "shard", 0, "I/N", CT_CUSTOM, NOFIELD, 0, 0, config_parse_shard, 0,
 	  "train on shard I of N of the training set (default: 0/1)" },
-	{ "partition", 0, "iid|dirichlet:A", CT_CUSTOM, 0, 0, 0, config_parse_partition, 0,
+	{ "partition", 0, "iid|dirichlet:A", CT_CUSTOM, OFF(partition), 0, 0, config_parse_partition, 0,
 	  "how the training set is cut into shards (default: iid)" },
-	{ "model", 0, "SPEC", CT_CUSTOM, 0, 0, 0, config_parse_model, 0,
+	{ "model", 0, "SPEC", CT_CUSTOM, OFF(model), 0, 0, config_parse_model, 0,
 	  "MLP layer sizes (default: 784-256-128-10)" },
-	{ "device", 0, "cpu|cuda[:N]", CT_CUSTOM, OFF(device), 0, 0, config_parse_device, 0,
+	{ "device", 0, "cpu|cuda[:N]", CT_STR, OFF(device), 0, 0, config_parse_device, 0,
 	  "where the model trains (default: cpu)" },
 	{ "threads", 0, "N", CT_INT, OFF(threads), 1, 256, NULL, 0,
 	  "BLAS threads of the trainer (default: 1)" },
@@ -137,7 +138,7 @@ static const struct config_key config_keys[] = {
 	  "SGD momentum (default: 0.9)" },
 	{ "weight_decay", 0, "X", CT_DOUBLE, OFF(weight_decay), 0, 1, NULL, 0,
 	  "L2 weight decay (default: 0.0005)" },
-	{ "lr_schedule", 0, "cosine|step|constant", CT_CUSTOM, 0, 0, 0, config_parse_schedule, 0,
+	{ "lr_schedule", 0, "cosine|step|constant", CT_ENUM, OFF(lr_schedule), 0, 0, NULL, 0,
 	  "learning-rate schedule after warm-up (default: cosine)" },
 	{ "warmup_epochs", 0, "X", CT_DOUBLE, OFF(warmup_epochs), 0, 1000, NULL, 0,
 	  "linear warm-up length in epochs (default: 0.5)" },
@@ -161,7 +162,7 @@ static const struct config_key config_keys[] = {
 	  "checkpoints kept in the directory (default: 3)" },
 	{ "resume", 0, NULL, CT_BOOL, OFF(resume), 0, 0, NULL, 0,
 	  "continue from the newest checkpoint in checkpoint_dir" },
-	{ "log_level", 0, "LEVEL", CT_CUSTOM, OFF(log_level), 0, 0, config_parse_log_level, 1,
+	{ "log_level", 0, "LEVEL", CT_STR, OFF(log_level), 0, 0, config_parse_log_level, 1,
 	  "error, warn, info or debug (default: info)" },
 	{ "log_file", 0, "FILE", CT_STR, OFF(log_file), 0, 0, NULL, 0,
 	  "append log lines to FILE instead of stderr" },
@@ -205,6 +206,41 @@ config_parse_bool(const char *v, int *out)
 	return -EINVAL;
 }
 
+/* v's place among the names "a|b|c", or -EINVAL. */
+static int
+config_parse_enum(const char *names, const char *v)
+{
+	size_t n = strlen(v);
+	int i = 0;
+
+	for (const char *p = names; *p != '\0'; i++) {
+		size_t len = strcspn(p, "|");
+
+		if (len == n && strncmp(p, v, n) == 0)
+			return i;
+		p += len + (p[len] == '|');
+	}
+	return -EINVAL;
+}
+
+static int
+config_enum_error(const struct config_key *k, const char *v, struct errbuf *err)
+{
+	char names[128];
+	size_t n = 0;
+
+	for (const char *p = k->metavar; *p != '\0' && n + 3 < sizeof(names); p++) {
+		if (*p == '|') {
+			names[n++] = ',';
+			names[n++] = ' ';
+		} else {
+			names[n++] = *p;
+		}
+	}
+	names[n] = '\0';
+	return errbuf_set(err, -EINVAL, "%s: '%s' is not one of %s", k->name, v, names);
+}
+
 static int
 config_parse_size(const char *v, uint64_t *out)
 {
@@ -237,6 +273,7 @@ static int
 config_apply(struct config *c, const struct config_key *k, const char *v, struct errbuf *err)
 {
 	char *field = (char *)c + k->offset;
+	struct errbuf why;
 	double d;
 	long l;
 	uint64_t u;
@@ -246,6 +283,8 @@ config_apply(struct config *c, const struct config_key *k, const char *v, struct
 	case CT_STR:
 		if (*v == '\0')
 			return errbuf_set(err, -EINVAL, "%s: must not be empty", k->name);
+		if (k->parse != NULL && (rc = k->parse(c, v, err)) < 0)
+			return rc;
 		config_set_str((char **)field, v);
 		return 0;
 	case CT_INT:
@@ -290,6 +329,16 @@ config_apply(struct config *c, const struct config_key *k, const char *v, struct
 			return errbuf_set(err, -EINVAL, "%s: '%s' is not a boolean (yes/no)",
 			    k->name, v);
 		*(int *)field = b;
+		return 0;
+	case CT_ADDR:
+		if (addr_check(v, &why) < 0)
+			return errbuf_set(err, -EINVAL, "%s: %s", k->name, why.msg);
+		config_set_str((char **)field, v);
+		return 0;
+	case CT_ENUM:
+		if ((rc = config_parse_enum(k->metavar, v)) < 0)
+			return config_enum_error(k, v, err);
+		*(int *)field = rc;
 		return 0;
 	case CT_CUSTOM:
 		return k->parse(c, v, err);
@@ -340,84 +389,23 @@ config_parse_model(struct config *c, const char *v, struct errbuf *err)
 }
 
 static int
-config_parse_schedule(struct config *c, const char *v, struct errbuf *err)
-{
-	if (strcmp(v, "cosine") == 0)
-		c->lr_schedule = LR_COSINE;
-	else if (strcmp(v, "step") == 0)
-		c->lr_schedule = LR_STEP;
-	else if (strcmp(v, "constant") == 0)
-		c->lr_schedule = LR_CONSTANT;
-	else
-		return errbuf_set(err, -EINVAL,
-		    "lr_schedule: '%s' is not one of cosine, step, constant", v);
-	return 0;
-}
-
-static int
 config_parse_log_level(struct config *c, const char *v, struct errbuf *err)
 {
 	enum log_level l;
 
+	(void)c;
 	if (log_level_parse(v, &l) < 0)
 		return errbuf_set(err, -EINVAL,
 		    "log_level: '%s' is not one of error, warn, info, debug", v);
-	config_set_str(&c->log_level, v);
 	return 0;
 }
 
 static int
 config_parse_provider(struct config *c, const char *v, struct errbuf *err)
 {
+	(void)c;
 	if (strcmp(v, "tcp") != 0 && strcmp(v, "verbs") != 0)
 		return errbuf_set(err, -EINVAL, "provider: '%s' is not one of tcp, verbs", v);
-	config_set_str(&c->provider, v);
-	return 0;
-}
-
-int
-config_split_hostport(const char *v, char *host, size_t hostlen, int *port)
-{
-	const char *colon = strrchr(v, ':');
-	size_t n;
-	long p;
-
-	if (colon == NULL || colon == v)
-		return -EINVAL;
-	n = (size_t)(colon - v);
-	if (n >= hostlen)
-		return -EINVAL;
-	if (util_parse_long(colon + 1, 1, 65535, &p) < 0)
-		return -EINVAL;
-	memcpy(host, v, n);
-	host[n] = '\0';
-	*port = (int)p;
-	return 0;
-}
-
-static int
-config_parse_hostport(struct config *c, const char *v, struct errbuf *err)
-{
-	char host[256];
-	int port;
-
-	if (config_split_hostport(v, host, sizeof(host), &port) < 0)
-		return errbuf_set(err, -EINVAL,
-		    "listen: '%s' is not HOST:PORT with a port in [1, 65535]", v);
-	config_set_str(&c->listen, v);
-	return 0;
-}
-
-static int
-config_parse_join(struct config *c, const char *v, struct errbuf *err)
-{
-	char host[256];
-	int port;
-
-	if (config_split_hostport(v, host, sizeof(host), &port) < 0)
-		return errbuf_set(err, -EINVAL,
-		    "join: '%s' is not HOST:PORT with a port in [1, 65535]", v);
-	config_set_str(&c->join, v);
 	return 0;
 }
 
@@ -426,35 +414,29 @@ config_parse_device(struct config *c, const char *v, struct errbuf *err)
 {
 	long n;
 
+	(void)c;
 	if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0 &&
 	    (strncmp(v, "cuda:", 5) != 0 || util_parse_long(v + 5, 0, 255, &n) < 0))
 		return errbuf_set(err, -EINVAL,
 		    "device: '%s' is not cpu, cuda or cuda:N (N in [0, 255])", v);
-	config_set_str(&c->device, v);
 	return 0;
 }
 
+/* peers is parsed at load so a bad entry stops the start with exit 2, and
+ * the daemon gets the list ready (peer_list). */
 static int
-config_parse_mode(struct config *c, const char *v, struct errbuf *err)
+config_parse_peers(struct config *c, const char *v, struct errbuf *err)
 {
-	if (gossip_parse_mode(v, &c->mode) < 0)
-		return errbuf_set(err, -EINVAL, "mode: '%s' is not one of saps, dense", v);
-	return 0;
-}
+	struct errbuf why = { "" };
+	char **list;
+	size_t n;
 
-static int
-config_parse_values(struct config *c, const char *v, struct errbuf *err)
-{
-	if (gossip_parse_values(v, &c->values) < 0)
-		return errbuf_set(err, -EINVAL, "values: '%s' is not one of fp32, fp16", v);
-	return 0;
-}
-
-static int
-config_parse_select(struct config *c, const char *v, struct errbuf *err)
-{
-	if (select_parse_policy(v, &c->select) < 0)
-		return errbuf_set(err, -EINVAL, "select: '%s' is not one of adaptive, random", v);
+	if (addr_list_parse(v, &list, &n, &why) < 0)
+		return errbuf_set(err, -EINVAL, "peers: %s", why.msg);
+	addr_list_free(c->peer_list, c->npeers);
+	c->peer_list = list;
+	c->npeers = n;
+	config_set_str(&c->peers, v);
 	return 0;
 }
 
@@ -555,36 +537,106 @@ config_read_file(struct config *c, const char *path, struct errbuf *err)
 	return 0;
 }
 
-/* Cross-key rules that no single parser can check. */
+/*
+ * Cross-key rules that no single parser can check, one function each. They
+ * run after load and after every config_set, which undoes a set that breaks
+ * one, so a running daemon never holds a config that load would refuse.
+ * Each reason names the key to change.
+ */
 static int
-config_validate(struct config *c, struct errbuf *err)
+config_rule_key_file(const struct config *c, struct errbuf *err)
 {
 	if (c->listen != NULL && c->key_file == NULL)
 		return errbuf_set(err, -EINVAL,
 		    "key_file: required when listen is set (make one with `gossipctl keygen FILE`)");
+	return 0;
+}
+
+static int
+config_rule_listen(const struct config *c, struct errbuf *err)
+{
 	if ((c->peers != NULL || c->join != NULL) && c->listen == NULL)
 		return errbuf_set(err, -EINVAL, "%s: needs listen (this peer's own address)",
 		    c->peers != NULL ? "peers" : "join");
+	return 0;
+}
+
+static int
+config_rule_probe(const struct config *c, struct errbuf *err)
+{
 	if (c->probe_timeout >= c->probe_interval)
 		return errbuf_set(err, -EINVAL,
 		    "probe_timeout: %d ms must be shorter than probe_interval (%d ms)",
 		    c->probe_timeout, c->probe_interval);
+	return 0;
+}
+
+/* The mask of a saps exchange must be buildable for this model: the same
+ * check a peer's request goes through (mask_check), on the parameter
+ * count the model spec gives. */
+static int
+config_rule_mask(const struct config *c, struct errbuf *err)
+{
+	struct errbuf why = { "" };
+
+	if (mask_check(model_spec_nparams(&c->model), c->density, (size_t)c->mask_block,
+	    &why) < 0)
+		return errbuf_set(err, -EINVAL, "mask_block: %s", why.msg);
+	return 0;
+}
+
+static int
+config_rule_resume(const struct config *c, struct errbuf *err)
+{
 	if (c->resume && c->checkpoint_dir == NULL)
 		return errbuf_set(err, -EINVAL, "resume: needs checkpoint_dir");
+	return 0;
+}
+
+static int
+config_rule_model(const struct config *c, struct errbuf *err)
+{
 	if (c->model.sizes[0] != 784 || c->model.sizes[c->model.nlayers] != 10)
 		return errbuf_set(err, -EINVAL,
 		    "model: Fashion-MNIST needs 784 inputs and 10 outputs");
+	return 0;
+}
+
+static int
+config_rule_job(const struct config *c, struct errbuf *err)
+{
 	if (strchr(c->job, '/') != NULL || strlen(c->job) > 64)
 		return errbuf_set(err, -EINVAL, "job: '%s' must be at most 64 characters, no '/'",
 		    c->job);
-	if (c->control == NULL) {
-		char path[256];
-
-		snprintf(path, sizeof(path), "/tmp/gossipd-%u/%s.sock", (unsigned)getuid(),
-		    c->job);
-		c->control = xstrdup(path);
-	}
 	return 0;
+}
+
+static int (*const config_rules[])(const struct config *c, struct errbuf *err) = {
+	config_rule_key_file, config_rule_listen, config_rule_probe, config_rule_resume,
+	config_rule_model, config_rule_mask, config_rule_job,
+};
+
+static int
+config_check_rules(const struct config *c, struct errbuf *err)
+{
+	int rc;
+
+	for (size_t i = 0; i < GD_ARRAY_SIZE(config_rules); i++)
+		if ((rc = config_rules[i](c, err)) < 0)
+			return rc;
+	return 0;
+}
+
+/* Settings derived from others once everything is read. */
+static void
+config_derive(struct config *c)
+{
+	char path[256];
+
+	if (c->control != NULL)
+		return;
+	snprintf(path, sizeof(path), "/tmp/gossipd-%u/%s.sock", (unsigned)getuid(), c->job);
+	c->control = xstrdup(path);
 }
 
 /* getopt_long wants a static-looking table; build it from config_keys. */
@@ -688,19 +740,42 @@ config_load(struct config *c, int argc, char **argv, struct errbuf *err)
 		if ((rc = config_apply(c, k, k->metavar ? optarg : "yes", err)) < 0)
 			return rc;
 	}
-	return config_validate(c, err);
+	if ((rc = config_check_rules(c, err)) < 0)
+		return rc;
+	config_derive(c);
+	return 0;
 }
 
 int
 config_set(struct config *c, const char *key, const char *value, struct errbuf *err)
 {
 	const struct config_key *k = config_find(key);
+	unsigned char saved[sizeof(double) > sizeof(char *) ? sizeof(double) : sizeof(char *)];
+	char *field, *old = NULL;
+	int is_str, rc;
 
 	if (k == NULL)
 		return errbuf_set(err, -EINVAL, "unknown key '%s'", key);
 	if (!k->runtime)
 		return errbuf_set(err, -EPERM, "%s cannot change while running", key);
-	return config_apply(c, k, value, err);
+	if (k->size == 0 || k->size > sizeof(saved))
+		abort();	/* a runtime key must be one small field */
+	field = (char *)c + k->offset;
+	is_str = k->type == CT_STR || k->type == CT_ADDR;
+	memcpy(saved, field, k->size);
+	/* A string's old value must outlive config_apply, which frees what
+	 * the field holds: hand it a copy to free instead. */
+	if (is_str) {
+		memcpy(&old, field, sizeof(old));
+		*(char **)field = xstrdup(old);
+	}
+	if ((rc = config_apply(c, k, value, err)) == 0)
+		rc = config_check_rules(c, err);
+	if (is_str)
+		free(rc < 0 ? *(char **)field : old);
+	if (rc < 0)
+		memcpy(field, saved, k->size);
+	return rc;
 }
 
 void
@@ -740,6 +815,7 @@ config_free(struct config *c)
 	free(c->provider);
 	free(c->key_file);
 	free(c->peers);
+	addr_list_free(c->peer_list, c->npeers);
 	free(c->join);
 	free(c->control);
 	free(c->data_dir);

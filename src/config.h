@@ -32,6 +32,8 @@ struct config {
 	size_t max_message_size;
 	/* membership */
 	char *peers;               /* "A:P,B:P" or "@FILE", NULL = none */
+	char **peer_list;          /* its addresses, parsed and checked at load */
+	size_t npeers;
 	char *join;                /* HOST:PORT of any member, NULL = none */
 	int linger;                /* stay a member after the training budget */
 	int probe_interval;        /* ms, the SWIM protocol period */
@@ -89,10 +91,11 @@ struct config {
  * reason in err (caller exits 2). */
 int config_load(struct config *c, int argc, char **argv, struct errbuf *err);
 void config_free(struct config *c);
-/* Runtime-tunable keys (gossipctl set); -EINVAL/-EPERM with reason. */
+/* Runtime-tunable keys (gossipctl set); -EINVAL/-EPERM with reason. A
+ * value that parses but breaks a cross-key rule (probe_timeout below
+ * probe_interval, a density and mask_block that fit the model) is refused
+ * too, and a refused set leaves the config exactly as it was. */
 int config_set(struct config *c, const char *key, const char *value, struct errbuf *err);
-/* Split "HOST:PORT" (port in 1..65535); -EINVAL if malformed. */
-int config_split_hostport(const char *v, char *host, size_t hostlen, int *port);
 /* --help text to stdout. */
 void config_usage(const char *prog);
 

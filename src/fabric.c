@@ -372,32 +372,6 @@ fabric_cancel(struct fabric *f, struct fabric_op *op)
 }
 
 int
-fabric_addr_split(const char *addr, char *host, size_t hostlen, char *port,
-    size_t portlen)
-{
-	const char *colon, *h = addr;
-	size_t hl;
-
-	if (addr == NULL || (colon = strrchr(addr, ':')) == NULL)
-		return -EINVAL;
-	hl = (size_t)(colon - addr);
-	if (*addr == '[') {
-		if (hl < 2 || addr[hl - 1] != ']')
-			return -EINVAL;
-		h = addr + 1;
-		hl -= 2;
-	}
-	if (hl == 0 || hl >= hostlen || colon[1] == '\0' ||
-	    strlen(colon + 1) >= portlen ||
-	    strspn(colon + 1, "0123456789") != strlen(colon + 1))
-		return -EINVAL;
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	strcpy(port, colon + 1);
-	return 0;
-}
-
-int
 fabric_insert(struct fabric *f, const char *host, const char *port,
     fi_addr_t *out, struct errbuf *err)
 {

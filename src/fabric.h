@@ -75,10 +75,6 @@ int fabric_open(uv_loop_t *loop, const struct fabric_params *p,
     fabric_frame_cb frame_cb, void *arg, struct fabric **out,
     struct errbuf *err);
 
-/* Split "HOST:PORT" (or "[V6]:PORT") into its parts. 0 or -EINVAL. */
-int fabric_addr_split(const char *addr, char *host, size_t hostlen,
-    char *port, size_t portlen);
-
 /* Address vector entries for peers known by host and port. Removing one
  * first completes the sends still queued for it with -ECANCELED. */
 int fabric_insert(struct fabric *f, const char *host, const char *port,

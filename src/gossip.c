@@ -5,14 +5,12 @@
  *        u64 count, f64 density, u64 step | count values
  * REPLY  u8 version, u8 status, u8 values, u8 0, u32 0, u64 nonce,
  *        u64 count, u64 step | count values when status is OK
- * PULL   u64 id, u64 off, u64 len
- * CHUNK  u64 id, u64 off, u64 len, u64 step, i32 status, u32 0 | len fp32
  *
  * The responder rebuilds the mask from the REQ's own parameters, so the
  * two sides agree even while `gossipctl set density` is changing one of
  * them. Each role (the exchange this peer started, and answering others)
  * has its own scratch buffers, grown to the largest exchange and reused:
- * no allocation per exchange once warm, and serving a pull while an own
+ * no allocation per exchange once warm, and serving a REQ while an own
  * exchange is in flight cannot clobber the mask that exchange will need.
  */
 #include "gossip.h"
@@ -67,10 +65,19 @@ struct gossip {
 	double distance;
 	uint64_t initiated, ok, busy_in, failed, timeouts, served, busy_out, refused;
 	uint64_t bad_mask;	/* requests whose mask parameters cannot build */
-	uint64_t malformed, chunks_served;
+	uint64_t malformed;
 	uint64_t rejected[GOSSIP_REFUSE_N];
 	uint64_t own_nonfinite;   /* own values withheld: not finite */
 	double far_ratio_max;     /* largest accepted distance / scale */
+};
+
+static const char *const gossip_type_names[GOSSIP_T_LAST - GOSSIP_T_FIRST + 1] = {
+	[GOSSIP_T_REQ - GOSSIP_T_FIRST] = "gossip_req",
+	[GOSSIP_T_REPLY - GOSSIP_T_FIRST] = "gossip_reply",
+};
+
+const struct proto gossip_proto = {
+	"gossip", GOSSIP_T_FIRST, GOSSIP_T_LAST, gossip_type_names
 };
 
 static const char *const gossip_refusal_names[GOSSIP_REFUSE_N] = {
@@ -82,30 +89,6 @@ struct gossip_send_ctx {
 	struct gossip *g;
 	uint64_t nonce;
 };
-
-int
-gossip_parse_mode(const char *s, enum gossip_mode *out)
-{
-	if (strcmp(s, "saps") == 0)
-		*out = GOSSIP_SAPS;
-	else if (strcmp(s, "dense") == 0)
-		*out = GOSSIP_DENSE;
-	else
-		return -EINVAL;
-	return 0;
-}
-
-int
-gossip_parse_values(const char *s, enum gossip_values *out)
-{
-	if (strcmp(s, "fp32") == 0)
-		*out = GOSSIP_FP32;
-	else if (strcmp(s, "fp16") == 0)
-		*out = GOSSIP_FP16;
-	else
-		return -EINVAL;
-	return 0;
-}
 
 const char *
 gossip_mode_name(enum gossip_mode m)
@@ -563,88 +546,6 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 }
 
 void
-gossip_pull_encode(uint8_t out[GOSSIP_PULL_SIZE], uint64_t id, uint64_t off, uint64_t len)
-{
-	wire_put_u64(out, id);
-	wire_put_u64(out + 8, off);
-	wire_put_u64(out + 16, len);
-}
-
-/* Donor: serve one slice of the model to a joiner. */
-static void
-gossip_on_pull(struct gossip *g, const char *from, const uint8_t *buf, size_t len)
-{
-	uint64_t id, off, n;
-	struct model_range r;
-	uint8_t *w;
-	int status = 0;
-
-	if (len != GOSSIP_PULL_SIZE) {
-		g->malformed++;
-		return;
-	}
-	id = wire_get_u64(buf);
-	off = wire_get_u64(buf + 8);
-	n = wire_get_u64(buf + 16);
-	if (!g->ready)
-		status = -EAGAIN;
-	else if (n == 0 || n > GOSSIP_CHUNK_FLOATS || off >= g->m->d || n > g->m->d - off)
-		status = -ERANGE;
-	else if (gossip_reserve(&g->serve, n, GOSSIP_CHUNK_HEADER + n * sizeof(float)) < 0)
-		status = -ENOMEM;
-	if (status == 0) {
-		r = (struct model_range){ off, n };
-		status = model_gather(g->m, &r, 1, (float *)(g->serve.wire + GOSSIP_CHUNK_HEADER));
-		/* A joiner must not start from our divergence. */
-		if (status == 0 && !gossip_finite((float *)(g->serve.wire +
-		    GOSSIP_CHUNK_HEADER), n)) {
-			g->own_nonfinite++;
-			status = -EDOM;
-		}
-	}
-	if (status < 0) {
-		uint8_t e[GOSSIP_CHUNK_HEADER];
-
-		memset(e, 0, sizeof(e));
-		wire_put_u64(e, id);
-		wire_put_u64(e + 8, off);
-		wire_put_u32(e + 32, (uint32_t)status);
-		g->ops.send(g->ops.arg, from, GOSSIP_T_CHUNK, e, sizeof(e), NULL, NULL);
-		return;
-	}
-	w = g->serve.wire;
-	memset(w, 0, GOSSIP_CHUNK_HEADER);
-	wire_put_u64(w, id);
-	wire_put_u64(w + 8, off);
-	wire_put_u64(w + 16, n);
-	wire_put_u64(w + 24, g->ops.step(g->ops.arg));
-	g->ops.send(g->ops.arg, from, GOSSIP_T_CHUNK, w, GOSSIP_CHUNK_HEADER + n * sizeof(float),
-	    NULL, NULL);
-	g->chunks_served++;
-}
-
-int
-gossip_chunk_decode(const uint8_t *buf, size_t len, struct gossip_chunk *c)
-{
-	if (len < GOSSIP_CHUNK_HEADER)
-		return -EBADMSG;
-	c->id = wire_get_u64(buf);
-	c->off = wire_get_u64(buf + 8);
-	c->len = wire_get_u64(buf + 16);
-	c->step = wire_get_u64(buf + 24);
-	c->status = (int32_t)wire_get_u32(buf + 32);
-	c->values = buf + GOSSIP_CHUNK_HEADER;
-	if (c->status > 0)
-		return -EBADMSG;
-	if (c->status < 0)
-		return len == GOSSIP_CHUNK_HEADER ? 0 : -EBADMSG;
-	if (c->len == 0 || c->len > GOSSIP_CHUNK_FLOATS ||
-	    len != GOSSIP_CHUNK_HEADER + c->len * sizeof(float))
-		return -EBADMSG;
-	return 0;
-}
-
-void
 gossip_recv(struct gossip *g, double now, const char *from, uint8_t type, const uint8_t *buf,
     size_t len)
 {
@@ -655,11 +556,7 @@ gossip_recv(struct gossip *g, double now, const char *from, uint8_t type, const 
 	case GOSSIP_T_REPLY:
 		gossip_on_reply(g, now, from, buf, len);
 		break;
-	case GOSSIP_T_PULL:
-		gossip_on_pull(g, from, buf, len);
-		break;
 	default:
-		/* CHUNKs belong to a joiner's bootstrap, not here. */
 		g->malformed++;
 		break;
 	}
@@ -689,7 +586,7 @@ gossip_stats_json(const struct gossip *g, json_t *obj)
 		json_object_set_new(rej, gossip_refusal_names[i], json_integer((json_int_t)
 		    g->rejected[i]));
 	o = json_pack(
-	    "{s:s, s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+	    "{s:s, s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
 	    "mode", gossip_mode_name(g->p.mode), "values", gossip_values_name(g->p.values),
 	    "density", g->p.density, "block", (int)g->p.block,
 	    "initiated", (json_int_t)g->initiated, "completed", (json_int_t)g->ok,
@@ -697,8 +594,7 @@ gossip_stats_json(const struct gossip *g, json_t *obj)
 	    "busy_sent", (json_int_t)g->busy_out, "failed", (json_int_t)g->failed,
 	    "timeouts", (json_int_t)g->timeouts, "refused", (json_int_t)g->refused,
 	    "malformed", (json_int_t)g->malformed, "bad_mask", (json_int_t)g->bad_mask,
-	    "chunks_served",
-	    (json_int_t)g->chunks_served, "consensus_distance", g->distance);
+	    "consensus_distance", g->distance);
 	if (o == NULL) {
 		json_decref(rej);
 		return -ENOMEM;

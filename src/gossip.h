@@ -1,6 +1,6 @@
 /*
- * gossip: the pairwise exchange of model slices (DESIGN.md §3) and the
- * donor side of a joiner's model pull.
+ * gossip: the pairwise exchange of model slices (DESIGN.md §3). A
+ * joiner's model pull is pull's (pull.h), in this module's type range.
  *
  * Exchange, initiator i and responder j:
  *	i: nonce <- random; S <- mask(seed, nonce); send REQ{nonce, S's
@@ -29,8 +29,8 @@
  * partner per exchange there is no aggregate to clip towards: a clipped
  * bad peer still drags this one by the clip radius every exchange, while
  * a refusal costs an honest partner one exchange at most. A peer never
- * sends values of its own that are not finite (no REQ, REFUSED, or an
- * error CHUNK instead).
+ * sends values of its own that are not finite (no REQ, or REFUSED
+ * instead).
  */
 #ifndef GD_GOSSIP_H
 #define GD_GOSSIP_H
@@ -41,14 +41,17 @@
 #include <jansson.h>
 
 #include "model.h"
+#include "proto.h"
 
-/* Message types: gossip owns 80..95 of the application range. */
+/* Message types: gossip owns 80 and 81 of the application range; the
+ * model pull 82 and 83 (pull.h); 84..95 are kept free for either. */
 #define GOSSIP_T_REQ	80
 #define GOSSIP_T_REPLY	81
-#define GOSSIP_T_PULL	82
-#define GOSSIP_T_CHUNK	83
 #define GOSSIP_T_FIRST	GOSSIP_T_REQ
-#define GOSSIP_T_LAST	95
+#define GOSSIP_T_LAST	GOSSIP_T_REPLY
+
+/* The range and its names, for the transport (proto.h). */
+extern const struct proto gossip_proto;
 
 /* Received slices farther than this many times the scale are refused.
  * In tests/poison.sh (seeds 1-5, 1% masks) most accepted slices sat under
@@ -58,11 +61,6 @@
 /* Least scale of that bound: a slice of zeros (biases at the start) with
  * no accepted distance yet must not refuse every partner. */
 #define GOSSIP_FAR_FLOOR 1e-2
-
-/* Largest slice of a model one CHUNK carries (floats). */
-#define GOSSIP_CHUNK_FLOATS	(64 * 1024)
-#define GOSSIP_PULL_SIZE	24
-#define GOSSIP_CHUNK_HEADER	40
 
 enum gossip_mode { GOSSIP_SAPS, GOSSIP_DENSE };
 enum gossip_values { GOSSIP_FP32, GOSSIP_FP16 };
@@ -92,13 +90,11 @@ struct gossip_params {
 };
 
 struct gossip_ops {
-	/* Send; cb(cbarg, status) runs exactly once if it returns 0. */
-	int (*send)(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
-	    void (*cb)(void *cbarg, int status), void *cbarg);
+	proto_send_fn send;
 	/* An exchange this peer initiated ended; bytes both ways. */
 	void (*done)(void *arg, const char *addr, double now, enum gossip_result r,
 	    size_t bytes, double seconds);
-	/* The step this peer is at (sent along, and served to joiners). */
+	/* The step this peer is at (sent along). */
 	uint64_t (*step)(void *arg);
 	/* addr sent values this peer refused (may be NULL). */
 	void (*refused)(void *arg, const char *addr, enum gossip_refusal why);
@@ -107,8 +103,6 @@ struct gossip_ops {
 
 struct gossip;
 
-int gossip_parse_mode(const char *s, enum gossip_mode *out);
-int gossip_parse_values(const char *s, enum gossip_values *out);
 const char *gossip_mode_name(enum gossip_mode m);
 const char *gossip_values_name(enum gossip_values v);
 const char *gossip_refusal_name(enum gossip_refusal r);
@@ -124,7 +118,7 @@ void gossip_free(struct gossip *g);
 void gossip_set_params(struct gossip *g, const struct gossip_params *p);
 
 /* A peer that has no model of the job yet (a joiner still pulling it)
- * answers every REQ with BUSY and refuses PULLs. New: ready. */
+ * answers every REQ with BUSY. New: ready. */
 void gossip_set_ready(struct gossip *g, int ready);
 /* Start an exchange with addr; -EBUSY if one is in flight. */
 int gossip_start(struct gossip *g, double now, const char *addr);
@@ -143,17 +137,5 @@ uint64_t gossip_exchanges(const struct gossip *g);
 double gossip_consensus_distance(const struct gossip *g);
 /* Add "gossip": {...counters} to obj. */
 int gossip_stats_json(const struct gossip *g, json_t *obj);
-
-/* Joiner side of a model pull: encode a PULL for [off, off+len) with a
- * request id; decode a CHUNK (values point into buf, little-endian fp32).
- * Returns 0 or -EBADMSG. */
-void gossip_pull_encode(uint8_t out[GOSSIP_PULL_SIZE], uint64_t id, uint64_t off,
-    uint64_t len);
-struct gossip_chunk {
-	uint64_t id, off, len, step;
-	int status;               /* 0 served, else a negative errno */
-	const uint8_t *values;
-};
-int gossip_chunk_decode(const uint8_t *buf, size_t len, struct gossip_chunk *c);
 
 #endif

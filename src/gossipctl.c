@@ -36,25 +36,34 @@ struct ctl_conn {
 	size_t len;
 };
 
+/* The daemon's commands (one row each in GD_COMMANDS) and gossipctl's
+ * own: keygen runs here and never reaches a daemon. */
+static const struct ctl_command {
+	const char *name;
+	const char *args;
+	const char *help;
+} ctl_commands[] = {
+#define CTL_ROW(name, args, help) { #name, args, help },
+	GD_COMMANDS(CTL_ROW)
+#undef CTL_ROW
+	{ "keygen", "FILE", "write a new 32-byte job key to FILE (mode 0600)" },
+};
+
 static void
 ctl_usage(FILE *f)
 {
 	fprintf(f,
 	    "Usage: gossipctl [-s SOCKET | -j JOB] [--json] COMMAND [ARGS]\n"
 	    "Inspect and steer a running gossipd peer through its control socket.\n\n"
-	    "Commands:\n"
-	    "  status            the peer's state, step, epoch, loss and accuracy\n"
-	    "  peers             every member: id, address, state, incarnation, rtt\n"
-	    "  stats             all counters\n"
-	    "  metrics           counters and gauges in Prometheus text format\n"
-	    "  watch             live progress until interrupted or the peer stops\n"
-	    "  checkpoint        write a checkpoint now and print its path\n"
-	    "  leave             stop the peer cleanly (final checkpoint, exit 0)\n"
-	    "  set KEY VALUE     change a runtime-tunable key (log_level, probe_interval,\n"
-	    "                    probe_timeout, suspicion_timeout, density, values,\n"
-	    "                    mask_block, interval, select, bw_ratio, stale_after,\n"
-	    "                    exchange_timeout)\n"
-	    "  keygen FILE       write a new 32-byte job key to FILE (mode 0600)\n"
+	    "Commands:\n");
+	for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
+		const struct ctl_command *c = &ctl_commands[i];
+		char head[64];
+
+		snprintf(head, sizeof(head), "%s%s%s", c->name, c->args[0] ? " " : "", c->args);
+		fprintf(f, "  %-17s %s\n", head, c->help);
+	}
+	fprintf(f,
 	    "\nOptions:\n"
 	    "  -s, --socket PATH  control socket (default: /tmp/gossipd-UID/JOB.sock)\n"
 	    "  -j, --job NAME     job whose default socket to use (default: "
@@ -339,6 +348,94 @@ ctl_watch(struct ctl_conn *c, int as_json)
 	return 0;
 }
 
+static void
+ctl_print_fields(json_t *reply)
+{
+	ctl_print_table(reply, NULL);
+}
+
+static void
+ctl_print_text(json_t *reply)
+{
+	const char *text = json_string_value(json_object_get(reply, "text"));
+
+	fputs(text ? text : "", stdout);
+}
+
+/* How a reply prints, and how long it may take; the first row serves every
+ * command not named below. */
+static const struct ctl_view {
+	const char *name;
+	void (*print)(json_t *reply);
+	int timeout_ms;
+} ctl_views[] = {
+	{ "", ctl_print_fields, CTL_TIMEOUT_MS },
+	{ "peers", ctl_print_peers, CTL_TIMEOUT_MS },
+	{ "metrics", ctl_print_text, CTL_TIMEOUT_MS },
+	{ "checkpoint", ctl_print_fields, CTL_CHECKPOINT_TIMEOUT_MS },
+};
+
+static const struct ctl_view *
+ctl_view(const char *name)
+{
+	for (size_t i = 1; i < sizeof(ctl_views) / sizeof(ctl_views[0]); i++) {
+		if (strcmp(ctl_views[i].name, name) == 0)
+			return &ctl_views[i];
+	}
+	return &ctl_views[0];
+}
+
+static int
+ctl_keygen(const char *path)
+{
+	struct errbuf err = { "" };
+
+	if (sodium_init() < 0 || session_key_generate(path, &err) < 0) {
+		fprintf(stderr, "gossipctl: keygen: %s\n", err.msg);
+		return CTL_EXIT_ERROR;
+	}
+	printf("wrote a new job key to %s\n", path);
+	return 0;
+}
+
+/* {"cmd":NAME, field:ARG...} for the fields the row's ARGUMENTS name;
+ * NULL, with the command's usage said, when the count is off. */
+static json_t *
+ctl_request(const struct ctl_command *c, int argc, char **argv)
+{
+	json_t *req = json_pack("{s:s}", "cmd", c->name);
+	const char *a = c->args;
+	char field[64];
+	int i = 0;
+
+	while (i < argc && gd_command_field(&a, field, sizeof(field))) {
+		json_t *v = json_string(argv[i]);
+
+		if (v == NULL) {	/* the protocol is UTF-8 */
+			fprintf(stderr, "gossipctl: %s: '%s' is not UTF-8\n", c->name, argv[i]);
+			json_decref(req);
+			return NULL;
+		}
+		json_object_set_new(req, field, v);
+		i++;
+	}
+	if (i == argc && *a == '\0')
+		return req;
+	fprintf(stderr, "gossipctl: usage: %s%s%s\n", c->name, c->args[0] ? " " : "", c->args);
+	json_decref(req);
+	return NULL;
+}
+
+static const struct ctl_command *
+ctl_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
+		if (strcmp(ctl_commands[i].name, name) == 0)
+			return &ctl_commands[i];
+	}
+	return NULL;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -352,9 +449,11 @@ main(int argc, char **argv)
 	};
 	const char *socket_path = NULL, *job = GD_CONTROL_DEFAULT_JOB, *cmd;
 	char default_path[256];
+	const struct ctl_command *row;
+	const struct ctl_view *view;
 	struct ctl_conn *c;
 	json_t *req, *reply;
-	int as_json = 0, opt, rc, timeout = CTL_TIMEOUT_MS;
+	int as_json = 0, opt, rc;
 
 	while ((opt = getopt_long(argc, argv, "+s:j:hV", opts, NULL)) != -1) {
 		switch (opt) {
@@ -372,43 +471,18 @@ main(int argc, char **argv)
 		return CTL_EXIT_USAGE;
 	}
 	cmd = argv[optind++];
-	if (strcmp(cmd, "keygen") == 0) {
-		struct errbuf err = { "" };
-
-		if (argc - optind != 1) {
-			fprintf(stderr, "gossipctl: usage: keygen FILE\n");
-			return CTL_EXIT_USAGE;
-		}
-		if (sodium_init() < 0 || session_key_generate(argv[optind], &err) < 0) {
-			fprintf(stderr, "gossipctl: keygen: %s\n", err.msg);
-			return CTL_EXIT_ERROR;
-		}
-		printf("wrote a new job key to %s\n", argv[optind]);
-		return 0;
-	}
-	if (strcmp(cmd, "set") == 0) {
-		if (argc - optind != 2) {
-			fprintf(stderr, "gossipctl: usage: set KEY VALUE\n");
-			return CTL_EXIT_USAGE;
-		}
-		req = json_pack("{s:s, s:s, s:s}", "cmd", cmd, "key", argv[optind],
-		    "value", argv[optind + 1]);
-	} else if (strcmp(cmd, "status") == 0 || strcmp(cmd, "stats") == 0 ||
-	    strcmp(cmd, "peers") == 0 || strcmp(cmd, "metrics") == 0 ||
-	    strcmp(cmd, "watch") == 0 || strcmp(cmd, "checkpoint") == 0 ||
-	    strcmp(cmd, "leave") == 0) {
-		if (optind != argc) {
-			fprintf(stderr, "gossipctl: %s takes no arguments\n", cmd);
-			return CTL_EXIT_USAGE;
-		}
-		req = json_pack("{s:s}", "cmd", cmd);
-	} else {
+	if ((row = ctl_find(cmd)) == NULL) {
 		fprintf(stderr, "gossipctl: unknown command '%s'\n", cmd);
 		ctl_usage(stderr);
 		return CTL_EXIT_USAGE;
 	}
-	if (strcmp(cmd, "checkpoint") == 0)
-		timeout = CTL_CHECKPOINT_TIMEOUT_MS;
+	if ((req = ctl_request(row, argc - optind, argv + optind)) == NULL)
+		return CTL_EXIT_USAGE;
+	if (strcmp(cmd, "keygen") == 0) {
+		json_decref(req);
+		return ctl_keygen(argv[optind]);
+	}
+	view = ctl_view(cmd);
 	if (socket_path == NULL) {
 		snprintf(default_path, sizeof(default_path), GD_CONTROL_DIR_FMT "/%s.sock",
 		    (unsigned)getuid(), job);
@@ -426,17 +500,12 @@ main(int argc, char **argv)
 	if (rc == 0 && strcmp(cmd, "watch") == 0) {
 		rc = ctl_watch(c, as_json);
 	} else if (rc == 0) {
-		reply = ctl_recv(c, timeout);
+		reply = ctl_recv(c, view->timeout_ms);
 		rc = ctl_check(reply, as_json);
 		if (rc == 0 && as_json)
 			ctl_print_json(reply);
-		else if (rc == 0 && strcmp(cmd, "metrics") == 0)
-			fputs(json_is_string(json_object_get(reply, "text")) ?
-			    json_string_value(json_object_get(reply, "text")) : "", stdout);
-		else if (rc == 0 && strcmp(cmd, "peers") == 0)
-			ctl_print_peers(reply);
 		else if (rc == 0)
-			ctl_print_table(reply, NULL);
+			view->print(reply);
 		json_decref(reply);
 	}
 	close(c->fd);

@@ -15,11 +15,9 @@
  *   probe in flight proves nothing about its target and suspicions may
  *   have expired without a chance to hear refutations, so both restart.
  *
- * Wire layout, little-endian:
- *	0 version(u8)=1  1 flags(u8)  2 update count(u16)  4 seq(u32)
- *	PING_REQ only: 8 target length(u8), target bytes
- *	then per update: state(u8) addr length(u8) id(u64) incarnation(u64)
- *	addr bytes
+ * The record table and its merge rules are in member_table.c, the message
+ * codec in member_wire.c; this file is the protocol: probes, sends, ticks,
+ * leave, and the queries.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -29,95 +27,21 @@
 #include <string.h>
 
 #include "log.h"
-#include "member.h"
-#include "rng.h"
-
-#define MEMBER_WIRE_VERSION	1
-#define MEMBER_F_REPLY		0x01	/* SYNC: answer with your table */
-#define MEMBER_HDR		8
-#define MEMBER_UPD_HDR		18
-#define MEMBER_PIGGY_BYTES	1200
-#define MEMBER_MAX_RELAYS	64
-#define MEMBER_MAX_SEEDS	64
-#define MEMBER_LH_MAX		3	/* local health: timeouts x (1 + lh) */
-#define MEMBER_REAP_S		300.0	/* forget dead and left records */
-#define MEMBER_RTT_ALPHA	0.125
-#define MEMBER_TX_CAP		(MEMBER_HDR + 1 + WIRE_ADDR_MAX + \
-	MEMBER_MSG_MAX_UPDATES * (MEMBER_UPD_HDR + WIRE_ADDR_MAX))
-
-struct mentry {
-	char		addr[WIRE_ADDR_MAX + 1];
-	uint64_t	id;
-	uint64_t	inc;
-	enum member_state state;
-	double		since;
-	double		suspect_deadline;
-	double		last_contact;
-	double		rtt;
-	unsigned	transmits;
-	unsigned	mark;		/* == member.mark: in the message being built */
-};
-
-struct probe {
-	int		active;
-	int		indirect_sent;
-	char		target[WIRE_ADDR_MAX + 1];
-	uint32_t	seq;
-	double		sent;
-	double		direct_deadline;
-	double		end;
-};
-
-struct relay {
-	uint32_t	my_seq;
-	uint32_t	their_seq;
-	char		requester[WIRE_ADDR_MAX + 1];
-	double		expires;
-};
-
-struct seed {
-	char		addr[WIRE_ADDR_MAX + 1];
-	double		next;
-	unsigned	backoff_ms;
-};
-
-struct member_counters {
-	uint64_t	pings_sent, pings_received, acks_sent, acks_received;
-	uint64_t	ping_reqs_sent, ping_reqs_received, relayed_acks;
-	uint64_t	probes, probe_failures, indirect_successes;
-	uint64_t	suspicions, deaths, deaths_declared, lefts, joins;
-	uint64_t	refutations, updates_received, updates_sent;
-	uint64_t	syncs_sent, syncs_received, gossip_sent;
-	uint64_t	malformed, send_errors, pauses;
-};
-
-struct member {
-	struct member_params p;
-	struct member_ops ops;
-	struct rng	rng;
-	struct mentry	*e;		/* e[0] is this peer */
-	size_t		n, cap;
-	size_t		*order;		/* probe order: indices into e */
-	size_t		norder, pos;
-	struct probe	probe;
-	struct relay	relays[MEMBER_MAX_RELAYS];
-	struct seed	seeds[MEMBER_MAX_SEEDS];
-	size_t		nseeds;
-	uint32_t	next_seq;
-	unsigned	mark;
-	unsigned	lh;
-	int		joined;
-	int		leaving;
-	unsigned	leave_pending;
-	double		leave_deadline;
-	double		last_tick;
-	double		next_probe, next_gossip, next_sync, next_reap;
-	uint8_t		*tx;
-	struct member_update *ubuf;
-	struct member_counters c;
-};
+#include "member_table.h"
 
 static const char *const state_names[] = { "alive", "suspect", "dead", "left" };
+
+static const char *const member_type_names[MEMBER_T_LAST - MEMBER_T_FIRST + 1] = {
+	[MEMBER_T_PING - MEMBER_T_FIRST] = "ping",
+	[MEMBER_T_ACK - MEMBER_T_FIRST] = "ping_ack",
+	[MEMBER_T_PING_REQ - MEMBER_T_FIRST] = "ping_req",
+	[MEMBER_T_SYNC - MEMBER_T_FIRST] = "sync",
+	[MEMBER_T_GOSSIP - MEMBER_T_FIRST] = "member_gossip",
+};
+
+const struct proto member_proto = {
+	"membership", MEMBER_T_FIRST, MEMBER_T_LAST, member_type_names
+};
 
 const char *
 member_state_name(enum member_state s)
@@ -125,386 +49,10 @@ member_state_name(enum member_state s)
 	return (unsigned)s < GD_ARRAY_SIZE(state_names) ? state_names[s] : "unknown";
 }
 
-/* --- codec ------------------------------------------------------------- */
-
-static void
-put_u16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void
-put_u32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t
-get_u16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t
-get_u32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-int
-member_msg_encode(uint8_t type, const struct member_msg *msg, uint8_t *buf,
-    size_t cap)
-{
-	size_t off = MEMBER_HDR, tl, al;
-	uint16_t i;
-
-	if (cap < MEMBER_HDR)
-		return -EMSGSIZE;
-	buf[0] = MEMBER_WIRE_VERSION;
-	buf[1] = msg->flags;
-	put_u16(buf + 2, msg->n);
-	put_u32(buf + 4, msg->seq);
-	if (type == MEMBER_T_PING_REQ) {
-		tl = strlen(msg->target);
-		if (tl == 0 || tl > WIRE_ADDR_MAX || off + 1 + tl > cap)
-			return -EMSGSIZE;
-		buf[off] = (uint8_t)tl;
-		memcpy(buf + off + 1, msg->target, tl);
-		off += 1 + tl;
-	}
-	for (i = 0; i < msg->n; i++) {
-		const struct member_update *u = &msg->u[i];
-
-		al = strlen(u->addr);
-		if (al == 0 || al > WIRE_ADDR_MAX ||
-		    off + MEMBER_UPD_HDR + al > cap)
-			return -EMSGSIZE;
-		buf[off] = u->state;
-		buf[off + 1] = (uint8_t)al;
-		wire_put_u64(buf + off + 2, u->id);
-		wire_put_u64(buf + off + 10, u->incarnation);
-		memcpy(buf + off + MEMBER_UPD_HDR, u->addr, al);
-		off += MEMBER_UPD_HDR + al;
-	}
-	return (int)off;
-}
-
-/* An address must be printable ASCII without spaces. */
-static int
-addr_ok(const uint8_t *p, size_t n)
-{
-	if (n == 0 || n > WIRE_ADDR_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (p[i] < 0x21 || p[i] > 0x7e)
-			return 0;
-	return 1;
-}
-
-int
-member_msg_decode(uint8_t type, const uint8_t *buf, size_t len,
-    struct member_msg *msg, size_t max, struct errbuf *err)
-{
-	size_t off = MEMBER_HDR, tl, al;
-	uint16_t i;
-
-	if (type < MEMBER_T_PING || type > MEMBER_T_GOSSIP)
-		return errbuf_set(err, -EBADMSG, "unknown type %u", type);
-	if (buf == NULL || len < MEMBER_HDR)
-		return errbuf_set(err, -EBADMSG, "%zu bytes, shorter than a header",
-		    len);
-	if (buf[0] != MEMBER_WIRE_VERSION)
-		return errbuf_set(err, -EBADMSG, "version %u", buf[0]);
-	msg->flags = buf[1];
-	msg->n = get_u16(buf + 2);
-	msg->seq = get_u32(buf + 4);
-	msg->target[0] = '\0';
-	if (msg->n > max)
-		return errbuf_set(err, -EBADMSG, "%u updates, at most %zu", msg->n,
-		    max);
-	if (type == MEMBER_T_PING_REQ) {
-		if (off + 1 > len)
-			return errbuf_set(err, -EBADMSG, "no target");
-		tl = buf[off];
-		if (off + 1 + tl > len || !addr_ok(buf + off + 1, tl))
-			return errbuf_set(err, -EBADMSG, "bad target address");
-		memcpy(msg->target, buf + off + 1, tl);
-		msg->target[tl] = '\0';
-		off += 1 + tl;
-	}
-	for (i = 0; i < msg->n; i++) {
-		struct member_update *u = &msg->u[i];
-
-		if (off + MEMBER_UPD_HDR > len)
-			return errbuf_set(err, -EBADMSG, "update %u truncated", i);
-		u->state = buf[off];
-		al = buf[off + 1];
-		u->id = wire_get_u64(buf + off + 2);
-		u->incarnation = wire_get_u64(buf + off + 10);
-		if (u->state > MEMBER_LEFT)
-			return errbuf_set(err, -EBADMSG, "update %u: state %u", i,
-			    u->state);
-		if (u->id == 0)
-			return errbuf_set(err, -EBADMSG, "update %u: id 0", i);
-		if (off + MEMBER_UPD_HDR + al > len ||
-		    !addr_ok(buf + off + MEMBER_UPD_HDR, al))
-			return errbuf_set(err, -EBADMSG, "update %u: bad address", i);
-		memcpy(u->addr, buf + off + MEMBER_UPD_HDR, al);
-		u->addr[al] = '\0';
-		off += MEMBER_UPD_HDR + al;
-	}
-	if (off != len)
-		return errbuf_set(err, -EBADMSG, "%zu trailing bytes", len - off);
-	return 0;
-}
-
-/* --- table --------------------------------------------------------------- */
-
-static struct mentry *
-find(struct member *m, const char *addr)
-{
-	for (size_t i = 0; i < m->n; i++)
-		if (strcmp(m->e[i].addr, addr) == 0)
-			return &m->e[i];
-	return NULL;
-}
-
-static int
-live(const struct mentry *e)
-{
-	return e->state == MEMBER_ALIVE || e->state == MEMBER_SUSPECT;
-}
-
-static unsigned
-live_count(const struct member *m)
-{
-	unsigned n = 0;
-
-	for (size_t i = 0; i < m->n; i++)
-		n += live(&m->e[i]);
-	return n;
-}
-
-/* How many times news about one record is sent: lambda * log2(n). */
-static unsigned
-retransmits(const struct member *m)
-{
-	unsigned n = live_count(m) + 1, bits = 0;
-
-	while ((1u << bits) < n)
-		bits++;
-	return m->p.retransmit_mult * (bits ? bits : 1);
-}
-
-static void
-spread(struct member *m, struct mentry *e)
-{
-	e->transmits = retransmits(m);
-}
-
-static void
-notify(struct member *m, const struct mentry *e, enum member_state old)
-{
-	if (m->ops.change != NULL)
-		m->ops.change(m->ops.arg, e->addr, e->id, old, e->state);
-}
-
 static double
 eff(const struct member *m, unsigned ms)
 {
 	return ms / 1000.0 * (1 + m->lh);
-}
-
-static void
-set_state(struct member *m, struct mentry *e, enum member_state s, double now)
-{
-	enum member_state old = e->state;
-
-	e->state = s;
-	e->since = now;
-	if (s == MEMBER_SUSPECT) {
-		e->suspect_deadline = now + m->p.suspicion_ms / 1000.0;
-		m->c.suspicions++;
-	} else if (s == MEMBER_DEAD) {
-		m->c.deaths++;
-	} else if (s == MEMBER_LEFT) {
-		m->c.lefts++;
-	}
-	spread(m, e);
-	if (old != s)
-		notify(m, e, old);
-}
-
-/* The probe order is rebuilt when a pass ends: a random permutation of
- * the live members, so every member is probed once per pass (SWIM's
- * bound on detection time) in an order nobody can predict. */
-static void
-order_rebuild(struct member *m)
-{
-	m->norder = 0;
-	m->pos = 0;
-	for (size_t i = 1; i < m->n; i++)
-		if (live(&m->e[i]))
-			m->order[m->norder++] = i;
-	rng_shuffle(&m->rng, m->order, m->norder);
-}
-
-/* SWIM: a newcomer goes to a random place in the current pass. A record
- * that died keeps its place until the pass ends (probe_start skips it), so
- * one that comes back within the pass is already there: inserting it again
- * would grow the order past the table, one index per revival. */
-static void
-order_insert(struct member *m, size_t idx)
-{
-	size_t at;
-
-	for (size_t i = 0; i < m->norder; i++)
-		if (m->order[i] == idx)
-			return;
-	at = m->pos + (size_t)rng_below(&m->rng, m->norder - m->pos + 1);
-
-	memmove(&m->order[at + 1], &m->order[at],
-	    (m->norder - at) * sizeof(*m->order));
-	m->order[at] = idx;
-	m->norder++;
-}
-
-static struct mentry *
-add(struct member *m, const struct member_update *u, double now)
-{
-	struct mentry *e;
-
-	if (m->n == m->cap) {
-		size_t cap = m->cap * 2;
-		struct mentry *ne = realloc(m->e, cap * sizeof(*ne));
-		size_t *no = realloc(m->order, cap * sizeof(*no));
-
-		if (ne != NULL)
-			m->e = ne;
-		if (no != NULL)
-			m->order = no;
-		if (ne == NULL || no == NULL) {
-			log_warn("member: no memory for member %s", u->addr);
-			return NULL;
-		}
-		m->cap = cap;
-	}
-	e = &m->e[m->n++];
-	memset(e, 0, sizeof(*e));
-	snprintf(e->addr, sizeof(e->addr), "%s", u->addr);
-	e->id = u->id;
-	e->inc = u->incarnation;
-	e->state = u->state;
-	e->since = now;
-	e->last_contact = -1;
-	e->rtt = -1;
-	if (e->state == MEMBER_SUSPECT)
-		e->suspect_deadline = now + m->p.suspicion_ms / 1000.0;
-	if (live(e)) {
-		order_insert(m, (size_t)(e - m->e));
-		m->c.joins++;
-		spread(m, e);
-	}
-	notify(m, e, e->state);
-	return e;
-}
-
-static void
-reap(struct member *m, double now)
-{
-	size_t i = 1, removed = 0;
-
-	while (i < m->n) {
-		struct mentry *e = &m->e[i];
-
-		if (!live(e) && now - e->since > MEMBER_REAP_S) {
-			memmove(e, e + 1, (m->n - i - 1) * sizeof(*e));
-			m->n--;
-			removed++;
-		} else {
-			i++;
-		}
-	}
-	if (removed)
-		order_rebuild(m);
-}
-
-/* Does update u supersede record e? Incarnations order the records of one
- * address; at equal incarnation left > dead > suspect > alive. */
-static int
-newer(const struct mentry *e, const struct member_update *u)
-{
-	if (u->incarnation != e->inc)
-		return u->incarnation > e->inc;
-	if (u->id != e->id)
-		return 0;
-	switch (u->state) {
-	case MEMBER_SUSPECT:
-		return e->state == MEMBER_ALIVE;
-	case MEMBER_DEAD:
-		return e->state == MEMBER_ALIVE || e->state == MEMBER_SUSPECT;
-	case MEMBER_LEFT:
-		return e->state != MEMBER_LEFT;
-	default:
-		return 0;
-	}
-}
-
-static void
-apply(struct member *m, const struct member_update *u, double now)
-{
-	struct mentry *self = &m->e[0], *e;
-	enum member_state old;
-	int was_live;
-
-	m->c.updates_received++;
-	if (strcmp(u->addr, self->addr) == 0) {
-		if (m->leaving)
-			return;
-		if (u->state == MEMBER_ALIVE && u->id == self->id)
-			return;
-		/* Someone doubts us, or still speaks of an older process at
-		 * our address: outrank it. */
-		if (u->incarnation >= self->inc) {
-			self->inc = u->incarnation + 1;
-			spread(m, self);
-			m->c.refutations++;
-			if (m->lh < MEMBER_LH_MAX)
-				m->lh++;
-			log_info("member: refuting %s about us (incarnation now %" PRIu64 ")",
-			    member_state_name(u->state), self->inc);
-		}
-		return;
-	}
-	if ((e = find(m, u->addr)) == NULL) {
-		e = add(m, u, now);
-		if (e != NULL && !live(e))
-			e->transmits = 0;
-		return;
-	}
-	if (!newer(e, u))
-		return;
-	old = e->state;
-	was_live = live(e);
-	e->inc = u->incarnation;
-	if (e->id != u->id) {
-		log_info("member: %s is now %016" PRIx64 " (was %016" PRIx64 ")",
-		    e->addr, u->id, e->id);
-		e->rtt = -1;
-		e->last_contact = -1;
-		e->id = u->id;
-		if (old == u->state)
-			notify(m, e, old);
-	}
-	set_state(m, e, u->state, now);
-	if (!was_live && live(e)) {
-		/* back from dead or left: into the current probe pass */
-		order_insert(m, (size_t)(e - m->e));
-		m->c.joins++;
-	}
 }
 
 /* --- sending ------------------------------------------------------------- */
@@ -528,7 +76,7 @@ upd_size(const struct mentry *e)
 static uint16_t
 piggyback(struct member *m, const char *to, int whole_table)
 {
-	struct mentry *dest = to ? find(m, to) : NULL;
+	struct mentry *dest = to ? member_table_find(m, to) : NULL;
 	size_t budget = MEMBER_PIGGY_BYTES, i;
 	uint16_t n = 0;
 
@@ -569,7 +117,7 @@ piggyback(struct member *m, const char *to, int whole_table)
 
 static int
 send_msg(struct member *m, const char *to, uint8_t type, uint32_t seq,
-    const char *target, uint8_t flags, member_send_cb cb, void *cbarg)
+    const char *target, uint8_t flags, proto_sent_cb cb, void *cbarg)
 {
 	struct member_msg msg;
 	int len, rc;
@@ -600,14 +148,14 @@ random_live(struct member *m, const char *except, int alive_only)
 	size_t cand = 0, pick, i;
 
 	for (i = 1; i < m->n; i++)
-		if ((alive_only ? m->e[i].state == MEMBER_ALIVE : live(&m->e[i])) &&
+		if ((alive_only ? m->e[i].state == MEMBER_ALIVE : member_table_live(&m->e[i])) &&
 		    (except == NULL || strcmp(m->e[i].addr, except) != 0))
 			cand++;
 	if (cand == 0)
 		return NULL;
 	pick = (size_t)rng_below(&m->rng, cand);
 	for (i = 1; i < m->n; i++)
-		if ((alive_only ? m->e[i].state == MEMBER_ALIVE : live(&m->e[i])) &&
+		if ((alive_only ? m->e[i].state == MEMBER_ALIVE : member_table_live(&m->e[i])) &&
 		    (except == NULL || strcmp(m->e[i].addr, except) != 0) &&
 		    pick-- == 0)
 			return &m->e[i];
@@ -628,7 +176,7 @@ member_new(const struct member_params *p, const struct member_ops *ops,
 {
 	struct member *m;
 
-	if (p->self_addr == NULL || !addr_ok((const uint8_t *)p->self_addr,
+	if (p->self_addr == NULL || !member_addr_ok((const uint8_t *)p->self_addr,
 	    strlen(p->self_addr)))
 		return errbuf_set(err, -EINVAL, "member: bad own address");
 	if (p->self_id == 0 || ops == NULL || ops->send == NULL)
@@ -690,7 +238,7 @@ member_add_seed(struct member *m, const char *addr, double now)
 {
 	struct seed *s;
 
-	if (!addr_ok((const uint8_t *)addr, strlen(addr)))
+	if (!member_addr_ok((const uint8_t *)addr, strlen(addr)))
 		return -EINVAL;
 	if (strcmp(addr, m->e[0].addr) == 0)
 		return 0;
@@ -703,7 +251,7 @@ member_add_seed(struct member *m, const char *addr, double now)
 	snprintf(s->addr, sizeof(s->addr), "%s", addr);
 	s->next = now;
 	s->backoff_ms = m->p.retry_ms;
-	if (live_count(m) <= 1)
+	if (member_table_live_count(m) <= 1)
 		m->joined = 0;
 	return 0;
 }
@@ -717,12 +265,12 @@ probe_start(struct member *m, double now)
 
 	while (e == NULL) {
 		if (m->pos >= m->norder) {
-			order_rebuild(m);
+			member_table_order_rebuild(m);
 			if (m->norder == 0)
 				return;
 		}
 		e = &m->e[m->order[m->pos++]];
-		if (!live(e))
+		if (!member_table_live(e))
 			e = NULL;
 	}
 	m->probe.active = 1;
@@ -767,7 +315,7 @@ probe_indirect(struct member *m)
 static void
 probe_failed(struct member *m, double now)
 {
-	struct mentry *e = find(m, m->probe.target);
+	struct mentry *e = member_table_find(m, m->probe.target);
 
 	m->probe.active = 0;
 	m->c.probe_failures++;
@@ -776,7 +324,7 @@ probe_failed(struct member *m, double now)
 	if (e != NULL && e->state == MEMBER_ALIVE) {
 		log_info("member: %s (%016" PRIx64 ") does not answer: suspect",
 		    e->addr, e->id);
-		set_state(m, e, MEMBER_SUSPECT, now);
+		member_table_set_state(m, e, MEMBER_SUSPECT, now);
 	}
 }
 
@@ -787,7 +335,7 @@ on_ack(struct member *m, const char *from, uint32_t seq, double now)
 
 	m->c.acks_received++;
 	if (m->probe.active && seq == m->probe.seq) {
-		struct mentry *e = find(m, m->probe.target);
+		struct mentry *e = member_table_find(m, m->probe.target);
 
 		if (strcmp(from, m->probe.target) == 0) {
 			double rtt = now - m->probe.sent;
@@ -868,15 +416,15 @@ member_recv(struct member *m, double now, uint64_t sender,
 	for (i = 0; i < msg.n; i++) {
 		struct member_update u = msg.u[i];
 
-		apply(m, &u, now);
+		member_table_apply(m, &u, now);
 	}
-	if ((e = find(m, sender_addr)) != NULL && e != &m->e[0] &&
+	if ((e = member_table_find(m, sender_addr)) != NULL && e != &m->e[0] &&
 	    e->id == sender)
 		e->last_contact = now;
-	if (!m->joined && live_count(m) > 1) {
+	if (!m->joined && member_table_live_count(m) > 1) {
 		m->joined = 1;
 		log_info("member: joined the job through %s (%u members)",
-		    sender_addr, live_count(m));
+		    sender_addr, member_table_live_count(m));
 	}
 	switch (type) {
 	case MEMBER_T_PING:
@@ -905,12 +453,12 @@ member_recv(struct member *m, double now, uint64_t sender,
 void
 member_peer_down(struct member *m, double now, const char *addr)
 {
-	struct mentry *e = find(m, addr);
+	struct mentry *e = member_table_find(m, addr);
 
 	if (e == NULL || e == &m->e[0] || e->state != MEMBER_ALIVE || m->leaving)
 		return;
 	log_info("member: transport lost %s: suspect", addr);
-	set_state(m, e, MEMBER_SUSPECT, now);
+	member_table_set_state(m, e, MEMBER_SUSPECT, now);
 }
 
 static void
@@ -935,9 +483,9 @@ member_leave(struct member *m, double now)
 	m->e[0].state = MEMBER_LEFT;
 	m->e[0].since = now;
 	m->leave_deadline = now + m->p.leave_ms / 1000.0;
-	spread(m, &m->e[0]);
+	member_table_spread(m, &m->e[0]);
 	for (i = 1; i < m->n; i++) {
-		if (!live(&m->e[i]))
+		if (!member_table_live(&m->e[i]))
 			continue;
 		m->c.gossip_sent++;
 		if (send_msg(m, m->e[i].addr, MEMBER_T_GOSSIP, 0, NULL, 0,
@@ -979,7 +527,7 @@ member_tick(struct member *m, double now)
 	for (i = 0; i < m->nseeds; i++) {
 		struct seed *s = &m->seeds[i];
 
-		if (m->leaving || s->next > now || find(m, s->addr) != NULL)
+		if (m->leaving || s->next > now || member_table_find(m, s->addr) != NULL)
 			continue;
 		m->c.syncs_sent++;
 		send_msg(m, s->addr, MEMBER_T_SYNC, 0, NULL, MEMBER_F_REPLY, NULL, NULL);
@@ -1005,7 +553,7 @@ member_tick(struct member *m, double now)
 			log_info("member: %s (%016" PRIx64 ") suspected for %.1f s: dead",
 			    e->addr, e->id, now - e->since);
 			m->c.deaths_declared++;
-			set_state(m, e, MEMBER_DEAD, now);
+			member_table_set_state(m, e, MEMBER_DEAD, now);
 		}
 	}
 	if (now >= m->next_gossip) {
@@ -1051,7 +599,7 @@ member_tick(struct member *m, double now)
 		m->next_sync = now + m->p.sync_ms / 1000.0;
 	}
 	if (now >= m->next_reap) {
-		reap(m, now);
+		member_table_reap(m, now);
 		m->next_reap = now + MEMBER_REAP_S / 10;
 	}
 	return member_next_deadline(m);
@@ -1089,7 +637,7 @@ member_next_deadline(struct member *m)
 	if (pending)
 		EARLIER(m->next_gossip);
 	for (i = 0; i < m->nseeds; i++)
-		if (!m->leaving && find(m, m->seeds[i].addr) == NULL)
+		if (!m->leaving && member_table_find(m, m->seeds[i].addr) == NULL)
 			EARLIER(m->seeds[i].next);
 #undef EARLIER
 	return t;

@@ -32,6 +32,7 @@
 
 #include <jansson.h>
 
+#include "proto.h"
 #include "util.h"
 #include "wire.h"
 
@@ -43,6 +44,9 @@
 #define MEMBER_T_GOSSIP		68
 #define MEMBER_T_FIRST		MEMBER_T_PING
 #define MEMBER_T_LAST		79
+
+/* The range and its names, for the transport (proto.h). */
+extern const struct proto member_proto;
 
 /* Defaults, in milliseconds. With them a crashed peer is dead in every
  * view within about 1-2 periods (detection) + suspicion + 0.5 s, < 5 s. */
@@ -81,14 +85,8 @@ struct member_params {
 	unsigned	retry_ms;	/* first seed retry; doubles up to MEMBER_RETRY_MAX_MS */
 };
 
-/* Outcome of one send (0 = the receiver has it), as transport_send's. */
-typedef void (*member_send_cb)(void *arg, int status);
-
 struct member_ops {
-	/* Send one message; the payload is copied before it returns. cb
-	 * (may be NULL) runs exactly once if it returns 0, never inside. */
-	int	(*send)(void *arg, const char *addr, uint8_t type,
-		    const void *buf, size_t len, member_send_cb cb, void *cbarg);
+	proto_send_fn	send;	/* the payload is copied before it returns */
 	/* A member changed state (or appeared: old == new == ALIVE). */
 	void	(*change)(void *arg, const char *addr, uint64_t id,
 		    enum member_state old, enum member_state now);
@@ -153,27 +151,5 @@ void member_set_timing(struct member *m, unsigned period_ms,
 /* Exposed for tests and fuzzing: 0 if the record table's invariants hold
  * (the probe order names each other record at most once), else -EINVAL. */
 int member_check(const struct member *m, struct errbuf *err);
-
-/* Exposed for tests: the wire codec of one message. */
-struct member_update {
-	uint8_t		state;
-	uint64_t	id;
-	uint64_t	incarnation;
-	char		addr[WIRE_ADDR_MAX + 1];
-};
-#define MEMBER_MSG_MAX_UPDATES	512
-struct member_msg {
-	uint8_t		flags;
-	uint32_t	seq;
-	char		target[WIRE_ADDR_MAX + 1];	/* PING_REQ only */
-	uint16_t	n;
-	struct member_update *u;	/* caller's array of max entries */
-};
-/* Returns bytes written, or -EMSGSIZE if it does not fit in cap. */
-int member_msg_encode(uint8_t type, const struct member_msg *msg,
-    uint8_t *buf, size_t cap);
-/* Returns 0 or -EBADMSG (reason in err); at most max updates. */
-int member_msg_decode(uint8_t type, const uint8_t *buf, size_t len,
-    struct member_msg *msg, size_t max, struct errbuf *err);
 
 #endif

@@ -9,6 +9,8 @@
 struct pace {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	/* Written by the loop thread only, under mu: the loop thread reads
+	 * them without it. */
 	int held;
 	int closed;
 	uint64_t limit;
@@ -47,32 +49,34 @@ pace_free(struct pace *p)
 	free(p);
 }
 
+/* Loop thread: the new state, and the trainer wakes to look at it. */
+static void
+pace_set(struct pace *p, int held, uint64_t limit, int closed)
+{
+	pthread_mutex_lock(&p->mu);
+	p->held = held;
+	p->limit = limit;
+	p->closed = closed;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
 void
 pace_hold(struct pace *p, uint64_t limit)
 {
-	pthread_mutex_lock(&p->mu);
-	p->held = 1;
-	p->limit = limit;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
+	pace_set(p, 1, limit, p->closed);
 }
 
 void
 pace_release(struct pace *p)
 {
-	pthread_mutex_lock(&p->mu);
-	p->held = 0;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
+	pace_set(p, 0, p->limit, p->closed);
 }
 
 void
 pace_close(struct pace *p)
 {
-	pthread_mutex_lock(&p->mu);
-	p->closed = 1;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
+	pace_set(p, p->held, p->limit, 1);
 }
 
 void

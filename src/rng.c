@@ -10,24 +10,18 @@
 #include <sodium.h>
 
 #include "rng.h"
-
-static void
-rng_put_le64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
+#include "wire.h"
 
 void
 rng_init(struct rng *r, uint64_t seed, const char *purpose, uint64_t a, uint64_t b)
 {
 	crypto_generichash_state st;
-	unsigned char num[24];
+	uint8_t num[24];
 
 	memset(r, 0, sizeof(*r));
-	rng_put_le64(num, seed);
-	rng_put_le64(num + 8, a);
-	rng_put_le64(num + 16, b);
+	wire_put_u64(num, seed);
+	wire_put_u64(num + 8, a);
+	wire_put_u64(num + 16, b);
 	crypto_generichash_init(&st, NULL, 0, sizeof(r->key));
 	crypto_generichash_update(&st, (const unsigned char *)"gossipd-rng-v1", 14);
 	crypto_generichash_update(&st, num, sizeof(num));
@@ -71,13 +65,10 @@ rng_bytes(struct rng *r, void *out, size_t n)
 uint64_t
 rng_u64(struct rng *r)
 {
-	unsigned char b[8];
-	uint64_t v = 0;
+	uint8_t b[8];
 
 	rng_bytes(r, b, sizeof(b));
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | b[i];
-	return v;
+	return wire_get_u64(b);
 }
 
 uint64_t

@@ -33,18 +33,6 @@ struct select {
 	size_t cand_cap;
 };
 
-int
-select_parse_policy(const char *s, enum select_policy *out)
-{
-	if (strcmp(s, "adaptive") == 0)
-		*out = SELECT_ADAPTIVE;
-	else if (strcmp(s, "random") == 0)
-		*out = SELECT_RANDOM;
-	else
-		return -EINVAL;
-	return 0;
-}
-
 const char *
 select_policy_name(enum select_policy p)
 {

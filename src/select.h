@@ -50,7 +50,6 @@ struct select_link {
 
 struct select;
 
-int select_parse_policy(const char *s, enum select_policy *out);
 const char *select_policy_name(enum select_policy p);
 
 int select_new(const struct select_params *p, struct select **out);

@@ -13,6 +13,9 @@
  *   zero timer drains, so callers can re-enter freely. Deadlines are
  *   checked by a 100 ms timer that runs only while something is pending,
  *   which keeps an idle endpoint asleep.
+ * - What arrives is handled in transport_recv.c, which also holds the
+ *   records above; this file is the peer table, the send path, the
+ *   timers and the life cycle.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,121 +24,23 @@
 
 #include <sodium.h>
 
+#include "addr.h"
 #include "fabric.h"
 #include "log.h"
-#include "session.h"
-#include "transport.h"
-
-#define TICK_MS		100
-#define RX_DEPTH	64
-#define HOST_MAX	(WIRE_ADDR_MAX + 1)
-#define PORT_MAX	8
-
-enum out_state { OUT_NONE, OUT_HELLO, OUT_READY };
-
-struct tpeer;
-struct tmsg;
-
-struct txop {
-	struct fabric_op	op;	/* first: fabric hands it back */
-	struct transport	*t;
-	struct tpeer		*peer;
-	struct tmsg		*msg;	/* NULL once the message is finished */
-	unsigned		gen;	/* peer generation it was sent in */
-	uint8_t			type;
-	uint8_t			data[];
-};
-
-struct tmsg {
-	struct tmsg		*next;
-	struct tpeer		*peer;
-	uint8_t			type;
-	uint64_t		seq;
-	uint8_t			*plain;	/* copy kept until sealed */
-	size_t			len;
-	double			start;
-	struct txop		*frame, *body;
-	transport_send_cb	cb;
-	void			*arg;
-	int			status;
-};
-
-struct rxbody {
-	struct fabric_op	op;	/* first */
-	struct transport	*t;
-	struct tpeer		*peer;
-	struct rxbody		*next;
-	struct wire_header	h;
-	double			start;
-	int			abandoned;
-	size_t			size;
-	uint8_t			*buf;
-};
-
-struct tpeer {
-	struct tpeer		*next;
-	char			addr[WIRE_ADDR_MAX + 1];
-	char			host[HOST_MAX];
-	char			port[PORT_MAX];
-	fi_addr_t		fa;
-	int			have_fa;
-	uint64_t		id;
-	unsigned		gen;
-	int			error;	/* failure to act on at the next tick */
-
-	enum out_state		out_state;
-	struct session_hs	hs;
-	double			hs_deadline;
-	struct session		out;
-	struct tmsg		*queue, *queue_tail;	/* waiting for session */
-	struct tmsg		*inflight;		/* waiting for ACK */
-	double			tx_progress;	/* last ACK from it */
-	double			rx_progress;	/* last message from it */
-
-	int			in_ready;
-	struct session		in;
-	uint64_t		in_stamp;	/* newest HELLO accepted */
-	struct rxbody		*bodies;
-};
-
-struct transport {
-	uv_loop_t		*loop;
-	struct fabric		*fabric;
-	struct session_ctx	ctx;
-	struct transport_callbacks cbs;
-	char			listen[WIRE_ADDR_MAX + 1];
-	unsigned		timeout_ms;
-	struct tpeer		*peers;
-
-	uv_timer_t		tick;
-	uv_timer_t		dispatch;
-	struct tmsg		*done, *done_tail;
-	int			dispatching;	/* on_dispatch drains what is added */
-	int			closing;
-	int			close_pending;
-	void			(*close_cb)(void *);
-	void			*close_arg;
-
-	uint8_t			scratch[WIRE_FRAME_MAX];
-	uint64_t		rejected[WIRE_REJ_COUNT];
-	uint64_t		bytes_sent[256];
-	uint64_t		bytes_recv[256];
-	uint64_t		msgs_sent, msgs_recv;
-	char			*type_names[256];
-};
+#include "transport_recv.h"
 
 static void on_tick(uv_timer_t *h);
 
-static void
-reject(struct transport *t, enum wire_reject r, const char *why)
+void
+transport_reject(struct transport *t, enum wire_reject r, const char *why)
 {
 	t->rejected[r]++;
 	log_debug("transport: rejected message (%s): %s", wire_reject_name(r),
 	    why);
 }
 
-static void
-arm_tick(struct transport *t, uint64_t first_ms)
+void
+transport_arm_tick(struct transport *t, uint64_t first_ms)
 {
 	if (t->closing)
 		return;
@@ -163,8 +68,8 @@ deadline_of(const struct transport *t, double start, double progress,
  * another without a gap). A sender counts until the ACK, the receiver
  * until the body is in, so the receiver never sees more than was sent.
  */
-static uint64_t
-body_budget(const struct transport *t)
+uint64_t
+transport_body_budget(const struct transport *t)
 {
 	return 2 * wire_body_size(t->ctx.lim.max_message_size);
 }
@@ -186,7 +91,7 @@ peer_window_open(const struct transport *t, const struct tpeer *p, size_t len)
 		return 1;
 	for (m = p->inflight; m != NULL; m = m->next)
 		busy += msg_body_bytes(m->len);
-	return busy + msg_body_bytes(len) <= body_budget(t);
+	return busy + msg_body_bytes(len) <= transport_body_budget(t);
 }
 
 /* --- finishing messages ------------------------------------------------ */
@@ -214,8 +119,8 @@ on_dispatch(uv_timer_t *h)
 
 /* Detach m from its fabric buffers, cancelling those still queued, and
  * hand it to the dispatcher. The caller has unlinked m from its peer. */
-static void
-msg_finish(struct transport *t, struct tmsg *m, int status)
+void
+transport_msg_finish(struct transport *t, struct tmsg *m, int status)
 {
 	struct txop **ops[2] = { &m->frame, &m->body };
 	size_t i;
@@ -268,7 +173,7 @@ on_tx_done(struct fabric_op *op, int status, size_t len)
 		log_info("transport: send to %s failed: %s", p->addr,
 		    strerror(-status));
 		p->error = -EHOSTUNREACH;
-		arm_tick(t, 0);
+		transport_arm_tick(t, 0);
 	}
 	free(x);
 }
@@ -303,7 +208,7 @@ txop_post(struct transport *t, struct txop *x)
 		log_info("transport: cannot post to %s: %s", x->peer->addr,
 		    strerror(-rc));
 		x->peer->error = -EHOSTUNREACH;
-		arm_tick(t, 0);
+		transport_arm_tick(t, 0);
 		if (x->msg != NULL) {
 			if (x->msg->frame == x)
 				x->msg->frame = NULL;
@@ -318,8 +223,8 @@ txop_post(struct transport *t, struct txop *x)
 }
 
 /* Send a small frame already laid out in buf (no message attached). */
-static void
-send_frame(struct transport *t, struct tpeer *p, uint8_t type,
+void
+transport_send_frame(struct transport *t, struct tpeer *p, uint8_t type,
     const uint8_t *buf, size_t len)
 {
 	struct txop *x = txop_new(t, p, type, len);
@@ -346,8 +251,8 @@ peer_by_addr(struct transport *t, const char *addr)
 	return NULL;
 }
 
-static struct tpeer *
-peer_get(struct transport *t, const char *addr)
+struct tpeer *
+transport_peer_get(struct transport *t, const char *addr)
 {
 	char host[HOST_MAX], port[PORT_MAX];
 	struct tpeer *p;
@@ -355,7 +260,7 @@ peer_get(struct transport *t, const char *addr)
 	if ((p = peer_by_addr(t, addr)) != NULL)
 		return p;
 	if (strlen(addr) > WIRE_ADDR_MAX ||
-	    fabric_addr_split(addr, host, sizeof(host), port, sizeof(port)) != 0)
+	    addr_split(addr, host, sizeof(host), port) != 0)
 		return NULL;
 	p = xcalloc(1, sizeof(*p));
 	strcpy(p->addr, addr);
@@ -366,8 +271,8 @@ peer_get(struct transport *t, const char *addr)
 	return p;
 }
 
-static int
-peer_insert(struct transport *t, struct tpeer *p)
+int
+transport_peer_insert(struct transport *t, struct tpeer *p)
 {
 	struct errbuf err;
 	int rc;
@@ -383,8 +288,8 @@ peer_insert(struct transport *t, struct tpeer *p)
 	return 0;
 }
 
-static void
-abandon_bodies(struct transport *t, struct tpeer *p)
+void
+transport_abandon_bodies(struct transport *t, struct tpeer *p)
 {
 	struct rxbody *b;
 
@@ -400,14 +305,14 @@ abandon_bodies(struct transport *t, struct tpeer *p)
 }
 
 /* Forget the outbound session: fail what waits for ACKs. */
-static void
-peer_reset_out(struct transport *t, struct tpeer *p, int status)
+void
+transport_peer_reset_out(struct transport *t, struct tpeer *p, int status)
 {
 	struct tmsg *m;
 
 	while ((m = p->inflight) != NULL) {
 		p->inflight = m->next;
-		msg_finish(t, m, status);
+		transport_msg_finish(t, m, status);
 	}
 	session_wipe(&p->out);
 	session_hs_wipe(&p->hs);
@@ -425,21 +330,21 @@ peer_fail(struct transport *t, struct tpeer *p, int status)
 	    (unsigned long long)id, strerror(-status));
 	p->gen++;
 	p->error = 0;
-	peer_reset_out(t, p, status);
+	transport_peer_reset_out(t, p, status);
 	while ((m = p->queue) != NULL) {
 		p->queue = m->next;
-		msg_finish(t, m, status);
+		transport_msg_finish(t, m, status);
 	}
 	p->queue_tail = NULL;
-	abandon_bodies(t, p);
+	transport_abandon_bodies(t, p);
 	session_wipe(&p->in);
 	p->in_ready = 0;
 	if (p->have_fa) {
 		fabric_remove(t->fabric, p->fa);
 		p->have_fa = 0;
 	}
-	if (t->cbs.peer_down != NULL)
-		t->cbs.peer_down(t->cbs.arg, p->addr, id, status);
+	if (t->peer_down != NULL)
+		t->peer_down(t->peer_down_arg, p->addr, id, status);
 }
 
 static int
@@ -486,23 +391,23 @@ on_tick(uv_timer_t *h)
 		uv_timer_stop(&t->tick);
 }
 
-static void
-peer_start_handshake(struct transport *t, struct tpeer *p)
+void
+transport_peer_start_handshake(struct transport *t, struct tpeer *p)
 {
-	if (peer_insert(t, p) != 0) {
+	if (transport_peer_insert(t, p) != 0) {
 		p->error = -EHOSTUNREACH;
-		arm_tick(t, 0);
+		transport_arm_tick(t, 0);
 		return;
 	}
 	if (session_hello_make(&t->ctx, &p->hs, t->listen) != 0) {
 		p->error = -EINVAL;
-		arm_tick(t, 0);
+		transport_arm_tick(t, 0);
 		return;
 	}
 	p->out_state = OUT_HELLO;
 	p->hs_deadline = deadline_of(t, util_now(), 0, 0);
-	send_frame(t, p, WIRE_T_HELLO, p->hs.hello, p->hs.hello_len);
-	arm_tick(t, TICK_MS);
+	transport_send_frame(t, p, WIRE_T_HELLO, p->hs.hello, p->hs.hello_len);
+	transport_arm_tick(t, TICK_MS);
 }
 
 /* --- sending ------------------------------------------------------------ */
@@ -541,7 +446,7 @@ msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 		free(body);
 		log_warn("transport: out of memory sealing %zu bytes", m->len);
 		p->error = -ENOMEM;
-		arm_tick(t, 0);
+		transport_arm_tick(t, 0);
 		return;
 	}
 	wire_header_encode(&h, fr->data);
@@ -583,8 +488,8 @@ msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 }
 
 /* Post what the queue holds, in order, as far as the window allows. */
-static void
-peer_drain(struct transport *t, struct tpeer *p)
+void
+transport_peer_drain(struct transport *t, struct tpeer *p)
 {
 	struct tmsg *m;
 
@@ -599,7 +504,7 @@ peer_drain(struct transport *t, struct tpeer *p)
 
 int
 transport_send(struct transport *t, const char *peer, uint8_t type,
-    const void *payload, size_t len, transport_send_cb cb, void *arg)
+    const void *payload, size_t len, proto_sent_cb cb, void *arg)
 {
 	struct tpeer *p;
 	struct tmsg *m;
@@ -611,7 +516,7 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 		return -EINVAL;
 	if (len > t->ctx.lim.max_message_size)
 		return -EMSGSIZE;
-	if ((p = peer_get(t, peer)) == NULL)
+	if ((p = transport_peer_get(t, peer)) == NULL)
 		return -EINVAL;
 	m = xcalloc(1, sizeof(*m));
 	m->peer = p;
@@ -620,7 +525,7 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 	m->cb = cb;
 	m->arg = arg;
 	m->start = util_now();
-	arm_tick(t, TICK_MS);
+	transport_arm_tick(t, TICK_MS);
 	if (p->out_state == OUT_READY && p->queue == NULL &&
 	    peer_window_open(t, p, len)) {
 		msg_post(t, m, payload);
@@ -639,345 +544,15 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 		p->queue = m;
 	p->queue_tail = m;
 	if (p->out_state == OUT_NONE)
-		peer_start_handshake(t, p);
+		transport_peer_start_handshake(t, p);
 	return 0;
-}
-
-/* --- receiving ---------------------------------------------------------- */
-
-static void
-send_ack(struct transport *t, struct tpeer *p, uint64_t acked)
-{
-	struct wire_header h;
-	uint8_t frame[WIRE_HEADER_SIZE + WIRE_ACK_SIZE + WIRE_MAC_SIZE];
-	uint8_t pl[WIRE_ACK_SIZE];
-
-	memset(&h, 0, sizeof(h));
-	h.version = WIRE_VERSION;
-	h.type = WIRE_T_ACK;
-	h.flags = WIRE_F_INLINE;
-	h.job = t->ctx.lim.job;
-	h.sender = t->ctx.self_id;
-	h.receiver = p->in.peer_id;
-	h.seq = session_next_seq(&p->in);
-	h.payload_len = WIRE_ACK_SIZE;
-	wire_header_encode(&h, frame);
-	wire_put_u64(pl, acked);
-	session_seal(&p->in, frame, h.seq, 0, pl, sizeof(pl),
-	    frame + WIRE_HEADER_SIZE);
-	send_frame(t, p, WIRE_T_ACK, frame, sizeof(frame));
-}
-
-static void
-deliver(struct transport *t, struct tpeer *p, const struct wire_header *h,
-    const uint8_t *payload, size_t wire_bytes)
-{
-	t->bytes_recv[h->type] += wire_bytes;
-	t->msgs_recv++;
-	p->rx_progress = util_now();
-	send_ack(t, p, h->seq);
-	t->cbs.recv(t->cbs.arg, h->sender, p->addr, h->type, payload,
-	    (size_t)h->payload_len);
-}
-
-static void
-on_hello(struct transport *t, const uint8_t *buf, size_t len,
-    const struct wire_header *h)
-{
-	uint8_t ack[SESSION_HELLO_FRAME_MAX];
-	struct wire_hello hl;
-	struct session in;
-	struct tpeer *p;
-	size_t ack_len;
-
-	if (session_hello_accept(&t->ctx, buf, len, h, t->listen, &hl, &in,
-	    ack, &ack_len) != 0) {
-		reject(t, WIRE_REJ_HANDSHAKE, "hello failed authentication");
-		return;
-	}
-	if ((p = peer_get(t, hl.addr)) == NULL) {
-		session_wipe(&in);
-		reject(t, WIRE_REJ_HANDSHAKE, "hello with a bad address");
-		return;
-	}
-	if (hl.stamp <= p->in_stamp) {
-		session_wipe(&in);
-		reject(t, WIRE_REJ_REPLAY, "old hello");
-		return;
-	}
-	if (peer_insert(t, p) != 0) {
-		session_wipe(&in);
-		reject(t, WIRE_REJ_HANDSHAKE, "hello from an unreachable address");
-		return;
-	}
-	/*
-	 * A peer only says hello again after losing its state (restart, or
-	 * it gave up on us): what we sent it and never got acknowledged is
-	 * lost, and our outbound keys are dead.
-	 */
-	if ((p->in_ready || (p->id != 0 && p->id != h->sender)) &&
-	    p->out_state == OUT_READY) {
-		peer_reset_out(t, p, -ECONNRESET);
-		if (p->queue != NULL)
-			peer_start_handshake(t, p);
-	}
-	abandon_bodies(t, p);
-	p->in_stamp = hl.stamp;
-	p->id = h->sender;
-	p->in = in;
-	p->in_ready = 1;
-	session_wipe(&in);
-	t->bytes_recv[WIRE_T_HELLO] += len;
-	send_frame(t, p, WIRE_T_HELLO_ACK, ack, ack_len);
-}
-
-static void
-on_hello_ack(struct transport *t, const uint8_t *buf, size_t len,
-    const struct wire_header *h)
-{
-	struct wire_hello hl;
-	struct session out;
-	struct tpeer *p;
-
-	for (p = t->peers; p != NULL; p = p->next)
-		if (p->out_state == OUT_HELLO && session_hello_finish(&t->ctx,
-		    &p->hs, buf, len, h, &hl, &out) == 0)
-			break;
-	if (p == NULL) {
-		reject(t, WIRE_REJ_HANDSHAKE, "hello_ack matches no hello");
-		return;
-	}
-	if (p->id != 0 && p->id != h->sender && p->in_ready) {
-		session_wipe(&p->in);
-		p->in_ready = 0;
-	}
-	p->id = h->sender;
-	p->out = out;
-	session_wipe(&out);
-	p->out_state = OUT_READY;
-	t->bytes_recv[WIRE_T_HELLO_ACK] += len;
-	peer_drain(t, p);
-}
-
-static void
-on_ack(struct transport *t, const uint8_t *buf, size_t len,
-    const struct wire_header *h)
-{
-	uint8_t pl[WIRE_ACK_SIZE];
-	struct tmsg *m, **pm;
-	struct tpeer *p;
-	uint64_t seq;
-
-	for (p = t->peers; p != NULL; p = p->next)
-		if (p->out_state == OUT_READY && p->out.peer_id == h->sender)
-			break;
-	if (p == NULL) {
-		reject(t, WIRE_REJ_UNKNOWN_SENDER, "ack from no session");
-		return;
-	}
-	if (h->payload_len != WIRE_ACK_SIZE) {
-		reject(t, WIRE_REJ_MALFORMED, "ack of the wrong size");
-		return;
-	}
-	if (session_replay_check(&p->out, h->seq) != 0) {
-		reject(t, WIRE_REJ_REPLAY, "ack sequence seen");
-		return;
-	}
-	if (session_open(&p->out, buf, h->seq, 0, buf + WIRE_HEADER_SIZE,
-	    WIRE_ACK_SIZE + WIRE_MAC_SIZE, pl) != 0) {
-		reject(t, WIRE_REJ_BAD_MAC, "ack");
-		return;
-	}
-	session_replay_update(&p->out, h->seq);
-	p->tx_progress = util_now();
-	t->bytes_recv[WIRE_T_ACK] += len;
-	seq = wire_get_u64(pl);
-	for (pm = &p->inflight; (m = *pm) != NULL; pm = &m->next)
-		if (m->seq == seq) {
-			*pm = m->next;
-			msg_finish(t, m, 0);
-			peer_drain(t, p);
-			return;
-		}
-}
-
-static void
-body_unlink(struct rxbody *b)
-{
-	struct rxbody **pb;
-
-	for (pb = &b->peer->bodies; *pb != NULL; pb = &(*pb)->next)
-		if (*pb == b) {
-			*pb = b->next;
-			return;
-		}
-}
-
-static void
-on_body(struct fabric_op *op, int status, size_t len)
-{
-	struct rxbody *b = (struct rxbody *)op;
-	struct transport *t = b->t;
-	struct tpeer *p = b->peer;
-	uint8_t ad[WIRE_HEADER_SIZE];
-	struct wire_header h = b->h;
-	uint32_t i;
-
-	if (b->abandoned || t->closing)
-		goto out;
-	body_unlink(b);
-	if (status != 0) {
-		if (status != -ECANCELED)
-			reject(t, status == -EMSGSIZE ? WIRE_REJ_OVERSIZE :
-			    WIRE_REJ_MALFORMED, "body did not arrive whole");
-		goto out;
-	}
-	if (len != b->size) {
-		reject(t, WIRE_REJ_MALFORMED, "truncated body");
-		goto out;
-	}
-	for (i = 0; i < h.chunk_count; i++) {
-		size_t off = (size_t)i * WIRE_CHUNK_SIZE;
-		size_t clen = wire_chunk_len(h.payload_len, i);
-		uint8_t *c = b->buf + off + (size_t)i * WIRE_MAC_SIZE;
-
-		h.chunk_index = i + 1;
-		wire_header_encode(&h, ad);
-		if (session_open(&p->in, ad, h.seq, i + 1, c,
-		    clen + WIRE_MAC_SIZE, c) != 0) {
-			reject(t, WIRE_REJ_BAD_MAC, "body chunk");
-			goto out;
-		}
-		/* Close the gaps the MACs leave behind. */
-		memmove(b->buf + off, c, clen);
-	}
-	deliver(t, p, &b->h, b->buf, WIRE_HEADER_SIZE + WIRE_MAC_SIZE + len);
-out:
-	free(b->buf);
-	free(b);
-}
-
-static void
-on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
-    const struct wire_header *h)
-{
-	struct tpeer *p;
-	struct rxbody *b;
-	uint64_t pending;
-	int rc;
-
-	for (p = t->peers; p != NULL; p = p->next)
-		if (p->in_ready && p->in.peer_id == h->sender)
-			break;
-	if (p == NULL) {
-		reject(t, WIRE_REJ_UNKNOWN_SENDER, "no session with sender");
-		return;
-	}
-	if (session_replay_check(&p->in, h->seq) != 0) {
-		reject(t, WIRE_REJ_REPLAY, "sequence seen");
-		return;
-	}
-	if (h->flags & WIRE_F_INLINE) {
-		if (session_open(&p->in, buf, h->seq, 0, buf + WIRE_HEADER_SIZE,
-		    h->payload_len + WIRE_MAC_SIZE, t->scratch) != 0) {
-			reject(t, WIRE_REJ_BAD_MAC, "frame");
-			return;
-		}
-		session_replay_update(&p->in, h->seq);
-		deliver(t, p, h, t->scratch, len);
-		return;
-	}
-	if (session_open(&p->in, buf, h->seq, 0, buf + WIRE_HEADER_SIZE,
-	    WIRE_MAC_SIZE, t->scratch) != 0) {
-		reject(t, WIRE_REJ_BAD_MAC, "body announcement");
-		return;
-	}
-	session_replay_update(&p->in, h->seq);
-	p->rx_progress = util_now();
-	pending = 0;
-	for (b = p->bodies; b != NULL; b = b->next)
-		pending += b->size;
-	if (pending + wire_body_size(h->payload_len) > body_budget(t)) {
-		reject(t, WIRE_REJ_OVERSIZE, "bodies in flight over the budget");
-		return;
-	}
-	b = xcalloc(1, sizeof(*b));
-	b->size = (size_t)wire_body_size(h->payload_len);
-	if ((b->buf = malloc(b->size)) == NULL) {
-		log_warn("transport: no memory for a %zu byte body from %s",
-		    b->size, p->addr);
-		free(b);
-		return;
-	}
-	b->t = t;
-	b->peer = p;
-	b->h = *h;
-	b->start = util_now();
-	b->op.cb = on_body;
-	b->op.kind = FABRIC_OP_TRECV;
-	/* The receive matches any source; addr tells fabric whose transfer
-	 * it carries, so the peer's address outlives it (fabric_remove). */
-	b->op.addr = p->have_fa ? p->fa : FI_ADDR_UNSPEC;
-	b->op.buf = b->buf;
-	b->op.len = b->size;
-	b->op.tag = session_body_tag(&p->in, h->seq, 0);
-	if ((rc = fabric_post(t->fabric, &b->op)) != 0) {
-		log_warn("transport: cannot post a body receive: %s",
-		    strerror(-rc));
-		free(b->buf);
-		free(b);
-		return;
-	}
-	b->next = p->bodies;
-	p->bodies = b;
-	arm_tick(t, TICK_MS);
-}
-
-static void
-on_frame(void *arg, const uint8_t *buf, size_t len, int status)
-{
-	struct transport *t = arg;
-	struct wire_header h;
-	enum wire_reject why;
-
-	if (t->closing)
-		return;
-	if (status != 0) {
-		if (status == -EMSGSIZE)
-			reject(t, WIRE_REJ_OVERSIZE, "frame larger than a buffer");
-		else if (status != -ECANCELED)
-			log_debug("transport: receive failed: %s",
-			    strerror(-status));
-		return;
-	}
-	if (wire_frame_decode(buf, len, &t->ctx.lim, &h, &why) != 0) {
-		reject(t, why, "header");
-		return;
-	}
-	if (h.type != WIRE_T_HELLO && h.receiver != t->ctx.self_id) {
-		reject(t, WIRE_REJ_MALFORMED, "addressed to another peer");
-		return;
-	}
-	switch (h.type) {
-	case WIRE_T_HELLO:
-		on_hello(t, buf, len, &h);
-		break;
-	case WIRE_T_HELLO_ACK:
-		on_hello_ack(t, buf, len, &h);
-		break;
-	case WIRE_T_ACK:
-		on_ack(t, buf, len, &h);
-		break;
-	default:
-		on_app_frame(t, buf, len, &h);
-	}
 }
 
 /* --- life cycle --------------------------------------------------------- */
 
 int
 transport_open(uv_loop_t *loop, const struct transport_params *p,
-    const struct transport_callbacks *cbs, struct transport **out,
+    transport_peer_down_cb peer_down, void *arg, struct transport **out,
     struct errbuf *err)
 {
 	struct fabric_params fp;
@@ -987,14 +562,12 @@ transport_open(uv_loop_t *loop, const struct transport_params *p,
 	int rc;
 
 	if (p->listen == NULL || strlen(p->listen) > WIRE_ADDR_MAX ||
-	    fabric_addr_split(p->listen, host, sizeof(host), port,
-	    sizeof(port)) != 0)
+	    addr_split(p->listen, host, sizeof(host), port) != 0)
 		return errbuf_set(err, -EINVAL, "bad listen address \"%s\" "
 		    "(want HOST:PORT)", p->listen ? p->listen : "");
-	if (p->key == NULL || p->job == NULL || p->self_id == 0 ||
-	    cbs == NULL || cbs->recv == NULL)
-		return errbuf_set(err, -EINVAL, "transport: key, job, a "
-		    "nonzero id and a receive callback are required");
+	if (p->key == NULL || p->job == NULL || p->self_id == 0)
+		return errbuf_set(err, -EINVAL, "transport: key, job and a "
+		    "nonzero id are required");
 	maxsz = p->max_message_size ? p->max_message_size :
 	    TRANSPORT_DEFAULT_MAX_MESSAGE;
 	if (maxsz > WIRE_MESSAGE_LIMIT)
@@ -1002,7 +575,8 @@ transport_open(uv_loop_t *loop, const struct transport_params *p,
 		    (unsigned long long)WIRE_MESSAGE_LIMIT);
 	t = xcalloc(1, sizeof(*t));
 	t->loop = loop;
-	t->cbs = *cbs;
+	t->peer_down = peer_down;
+	t->peer_down_arg = arg;
 	strcpy(t->listen, p->listen);
 	t->timeout_ms = p->op_timeout_ms ? p->op_timeout_ms :
 	    TRANSPORT_DEFAULT_TIMEOUT_MS;
@@ -1016,7 +590,7 @@ transport_open(uv_loop_t *loop, const struct transport_params *p,
 	fp.port = port;
 	fp.frame_size = WIRE_FRAME_MAX;
 	fp.rx_depth = RX_DEPTH;
-	if ((rc = fabric_open(loop, &fp, on_frame, t, &t->fabric, err)) != 0) {
+	if ((rc = fabric_open(loop, &fp, transport_recv_frame, t, &t->fabric, err)) != 0) {
 		session_ctx_wipe(&t->ctx);
 		free(t);
 		return rc;
@@ -1035,7 +609,6 @@ close_step(struct transport *t)
 	struct tpeer *p;
 	void (*cb)(void *) = t->close_cb;
 	void *arg = t->close_arg;
-	int i;
 
 	if (--t->close_pending > 0)
 		return;
@@ -1046,8 +619,6 @@ close_step(struct transport *t)
 		session_hs_wipe(&p->hs);
 		free(p);
 	}
-	for (i = 0; i < 256; i++)
-		free(t->type_names[i]);
 	session_ctx_wipe(&t->ctx);
 	free(t);
 	if (cb != NULL)
@@ -1075,13 +646,13 @@ transport_close(struct transport *t, void (*cb)(void *arg), void *arg)
 	if (t->closing)
 		return;
 	for (p = t->peers; p != NULL; p = p->next) {
-		peer_reset_out(t, p, -ECANCELED);
+		transport_peer_reset_out(t, p, -ECANCELED);
 		while ((m = p->queue) != NULL) {
 			p->queue = m->next;
-			msg_finish(t, m, -ECANCELED);
+			transport_msg_finish(t, m, -ECANCELED);
 		}
 		p->queue_tail = NULL;
-		abandon_bodies(t, p);
+		transport_abandon_bodies(t, p);
 	}
 	t->closing = 1;
 	t->close_cb = cb;
@@ -1095,35 +666,44 @@ transport_close(struct transport *t, void (*cb)(void *arg), void *arg)
 
 /* --- counters ----------------------------------------------------------- */
 
-void
-transport_name_type(struct transport *t, uint8_t type, const char *name)
+int
+transport_register(struct transport *t, const struct proto *p, proto_recv_fn recv,
+    void *arg, struct errbuf *err)
 {
-	if (type < WIRE_TYPE_APP_MIN || name == NULL)
-		return;
-	free(t->type_names[type]);
-	t->type_names[type] = xstrdup(name);
+	/* WIRE_TYPE_APP_MAX is the largest uint8_t */
+	if (p->first < WIRE_TYPE_APP_MIN || p->first > p->last || recv == NULL)
+		return errbuf_set(err, -EINVAL, "%s: types %u..%u are not application types",
+		    p->name, p->first, p->last);
+	for (unsigned i = p->first; i <= p->last; i++) {
+		if (t->routes[i].proto != NULL)
+			return errbuf_set(err, -EEXIST, "%s: type %u is %s's", p->name, i,
+			    t->routes[i].proto->name);
+	}
+	for (unsigned i = p->first; i <= p->last; i++)
+		t->routes[i] = (struct transport_route){ p, recv, arg };
+	return 0;
+}
+
+static uint64_t
+transport_sum(const uint64_t by_type[256])
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < 256; i++)
+		n += by_type[i];
+	return n;
 }
 
 uint64_t
 transport_bytes_sent(const struct transport *t)
 {
-	uint64_t n = 0;
-	int i;
-
-	for (i = 0; i < 256; i++)
-		n += t->bytes_sent[i];
-	return n;
+	return transport_sum(t->bytes_sent);
 }
 
 uint64_t
 transport_bytes_received(const struct transport *t)
 {
-	uint64_t n = 0;
-	int i;
-
-	for (i = 0; i < 256; i++)
-		n += t->bytes_recv[i];
-	return n;
+	return transport_sum(t->bytes_recv);
 }
 
 
@@ -1141,7 +721,7 @@ bytes_json(const struct transport *t, const uint64_t *v)
 	for (i = 1; i < 256; i++) {
 		if (v[i] == 0)
 			continue;
-		if ((n = t->type_names[i]) == NULL &&
+		if ((n = proto_type_name(t->routes[i].proto, (uint8_t)i)) == NULL &&
 		    (n = wire_type_name((uint8_t)i)) == NULL) {
 			snprintf(name, sizeof(name), "type_%d", i);
 			n = name;

@@ -36,6 +36,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "proto.h"
 #include "util.h"
 #include "wire.h"
 
@@ -56,22 +57,9 @@ struct transport_params {
 	unsigned	op_timeout_ms;	/* 0: TRANSPORT_DEFAULT_TIMEOUT_MS */
 };
 
-/* A message that passed every check: sender is authenticated, type is in
- * WIRE_TYPE_APP_MIN..WIRE_TYPE_APP_MAX; payload is valid during the call. */
-typedef void (*transport_recv_cb)(void *arg, uint64_t sender,
-    const char *sender_addr, uint8_t type, const uint8_t *payload,
-    size_t len);
 /* A peer stopped making progress; status is -ETIMEDOUT or -EHOSTUNREACH. */
 typedef void (*transport_peer_down_cb)(void *arg, const char *addr,
     uint64_t id, int status);
-/* Outcome of one send: 0 (acknowledged) or a negative errno. */
-typedef void (*transport_send_cb)(void *arg, int status);
-
-struct transport_callbacks {
-	transport_recv_cb	recv;
-	transport_peer_down_cb	peer_down;	/* may be NULL */
-	void			*arg;
-};
 
 /*
  * Bind the endpoint and start serving on loop. Returns 0 or a negative
@@ -79,8 +67,18 @@ struct transport_callbacks {
  * without an RDMA device; -EADDRINUSE; -EINVAL: bad parameters).
  */
 int transport_open(uv_loop_t *loop, const struct transport_params *p,
-    const struct transport_callbacks *cbs, struct transport **out,
+    transport_peer_down_cb peer_down, void *arg, struct transport **out,
     struct errbuf *err);
+
+/*
+ * Route the application types of p (WIRE_TYPE_APP_MIN..MAX) to recv(arg,
+ * ...) and name them in the counters. p must outlive t. -EINVAL for a
+ * range outside the application types, -EEXIST where it overlaps a
+ * registered one. A message of a type nobody registered is acknowledged,
+ * logged (debug) and dropped.
+ */
+int transport_register(struct transport *t, const struct proto *p, proto_recv_fn recv,
+    void *arg, struct errbuf *err);
 
 /*
  * Queue a message of an application type to peer "HOST:PORT". The payload
@@ -90,10 +88,7 @@ int transport_open(uv_loop_t *loop, const struct transport_params *p,
  * (closing); then cb is not called.
  */
 int transport_send(struct transport *t, const char *peer, uint8_t type,
-    const void *payload, size_t len, transport_send_cb cb, void *arg);
-
-/* Give a name to an application type for the counters ("gossip", ...). */
-void transport_name_type(struct transport *t, uint8_t type, const char *name);
+    const void *payload, size_t len, proto_sent_cb cb, void *arg);
 
 /*
  * Fail every pending send with -ECANCELED, close the endpoint and all

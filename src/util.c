@@ -125,6 +125,19 @@ xcalloc(size_t nmemb, size_t size)
 	return p;
 }
 
+void *
+xrealloc(void *p, size_t nmemb, size_t size)
+{
+	size_t n;
+
+	if (size != 0 && nmemb > SIZE_MAX / size)
+		util_oom(SIZE_MAX);
+	n = nmemb * size;
+	if ((p = realloc(p, n ? n : 1)) == NULL)
+		util_oom(n);
+	return p;
+}
+
 char *
 xstrdup(const char *s)
 {

@@ -46,6 +46,8 @@ void util_timer_at(uv_timer_t *t, uv_timer_cb cb, double at, double now);
  * malloc and report -ENOMEM. */
 void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t size);
+/* Resize to nmemb * size bytes, refusing a product that overflows. */
+void *xrealloc(void *p, size_t nmemb, size_t size);
 char *xstrdup(const char *s);
 
 #endif

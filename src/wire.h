@@ -131,7 +131,8 @@ void wire_hello_encode(const struct wire_hello *hl, uint8_t *out);
 /* Returns 0 or -EBADMSG (wrong length, address not printable). */
 int wire_hello_decode(const uint8_t *buf, size_t len, struct wire_hello *hl);
 
-/* Little-endian integers, for every message layout of the daemon. */
+/* Little-endian integers, for every byte layout of the daemon: messages,
+ * checkpoints, and the random stream (rng_u64). */
 void wire_put_u16(uint8_t *p, uint16_t v);
 void wire_put_u32(uint8_t *p, uint32_t v);
 void wire_put_u64(uint8_t *p, uint64_t v);

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # kill -9 while checkpoints are being written: a peer that writes one every
 # few steps (a write takes about as long as the steps between two) is
 # SIGKILLed 20 times at random moments. Before each restart every
@@ -8,11 +8,11 @@
 # newest one: "resumed from <it>", never a refusal. Random, but no timing
 # can fail it: a kill before any file is written, or between writes, is as
 # good a trial as one in the middle of a write.
-. "$(dirname "$0")/lib.sh"
-need_data
+. "$(dirname "$0")/fleet.sh"
+fleet_need_data
 KILLS=20
-C="$T/ckpt"
-common="--control $T/p.sock --checkpoint-dir $C --checkpoint-every 5 --checkpoint-keep 3
+C="$FLEET_DIR/ckpt"
+common="--control $FLEET_DIR/p.sock --checkpoint-dir $C --checkpoint-every 5 --checkpoint-keep 3
 	--max-steps 1000000 --eval-samples 200 --seed 5"
 
 # verify DIR: prints the newest step, fails on any file that does not check.
@@ -47,35 +47,34 @@ rand() { rng=$(((rng * 1103515245 + 12345) % 2147483648)); echo $((rng / 65536 %
 
 prev=-1
 resumed=0
-k=0 # not i: wait_log in lib.sh uses i
+k=0
 while [ $k -lt $KILLS ]; do
 	k=$((k + 1))
-	newest=$(verify "$C" 2>&1) || fail "kill $((k - 1)) left a bad checkpoint: $newest"
-	[ "$newest" -ge "$prev" ] || fail "newest checkpoint went back from $prev to $newest"
+	newest=$(verify "$C" 2>&1) || fleet_fail "kill $((k - 1)) left a bad checkpoint: $newest"
+	[ "$newest" -ge "$prev" ] || fleet_fail "newest checkpoint went back from $prev to $newest"
 	prev=$newest
-	rm -f "$T/p.sock"
-	: >"$T/p$k.log" # so that wait_log never looks before start made it
-	start "p$k" $common --resume
+	rm -f "$FLEET_DIR/p.sock"
+	fleet_gossipd "p$k" $common --resume
 	if [ "$newest" -ge 0 ]; then
-		wait_log "p$k" "resumed from $C/ckpt-$(printf %012d "$newest").gdc at step $newest" \
+		fleet_wait_log "p$k" "resumed from $C/ckpt-$(printf %012d "$newest").gdc at step $newest" \
 			"resume from step $newest" 20
 		resumed=$((resumed + 1))
 	else
-		wait_log "p$k" "starting fresh" "start fresh" 20
+		fleet_wait_log "p$k" "starting fresh" "start fresh" 20
 	fi
-	wait_log "p$k" "training .* from step" "start training" 20
+	fleet_wait_log "p$k" "training .* from step" "start training" 20
 	# 0 to 0.3 s: from before the first write of this run to several writes in.
 	sleep "0.$(rand 3)$(rand 10)"
-	kill -9 "$(eval echo "\$pid_p$k")"
-	wait "$(eval echo "\$pid_p$k")" 2>/dev/null
-	! grep -Eiq "refusing|corrupt|checksum" "$T/p$k.log" || fail "p$k: $(grep -Ei "refusing|corrupt|checksum" "$T/p$k.log")"
+	fleet_kill KILL "p$k"
+	fleet_wait_exit "p$k" 10
+	! grep -Eiq "refusing|corrupt|checksum" "$FLEET_DIR/p$k.log" || fleet_fail "p$k: $(grep -Ei "refusing|corrupt|checksum" "$FLEET_DIR/p$k.log")"
 done
-newest=$(verify "$C" 2>&1) || fail "the last kill left a bad checkpoint: $newest"
-[ "$newest" -ge "$prev" ] || fail "newest checkpoint went back from $prev to $newest"
+newest=$(verify "$C" 2>&1) || fleet_fail "the last kill left a bad checkpoint: $newest"
+[ "$newest" -ge "$prev" ] || fleet_fail "newest checkpoint went back from $prev to $newest"
 # Last: a resume that runs to its end through the loader in src/ckpt.c.
-start last $common --resume --max-steps $((newest + 20))
-wait_exit "$pid_last" 30 || fail "final resume failed: $(tail -3 "$T/last.log")"
-grep -q "resumed from .* at step $newest" "$T/last.log" || fail "final resume: $(head -3 "$T/last.log")"
+fleet_gossipd last $common --resume --max-steps $((newest + 20))
+fleet_wait_exit last 30 || fleet_fail "final resume failed: $(fleet_tail last 3)"
+grep -q "resumed from .* at step $newest" "$FLEET_DIR/last.log" || fleet_fail "final resume: $(head -3 "$FLEET_DIR/last.log")"
 # A save that a kill interrupted leaves its temporary file behind.
 torn=$(find "$C" -name '.ckpt-*' | wc -l)
-ok "$KILLS SIGKILLs ($torn in the middle of a write), $resumed resumes, every checkpoint intact; newest step $newest"
+fleet_ok "$KILLS SIGKILLs ($torn in the middle of a write), $resumed resumes, every checkpoint intact; newest step $newest"

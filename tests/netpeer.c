@@ -32,6 +32,7 @@
 #include <sodium.h>
 #include <uv.h>
 
+#include "addr.h"
 #include "fabric.h"
 #include "log.h"
 #include "session.h"
@@ -514,6 +515,12 @@ on_echo_back(void *arg, int status)
 		printf("echo reply failed: %s\n", strerror(-status));
 }
 
+/* netpeer takes every application type, unnamed. */
+static const char *const netpeer_type_names[256 - WIRE_TYPE_APP_MIN];
+static const struct proto netpeer_proto = {
+	"netpeer", WIRE_TYPE_APP_MIN, 255, netpeer_type_names
+};
+
 static void
 on_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
     const uint8_t *p, size_t len)
@@ -675,9 +682,37 @@ evil_inline(const struct wire_header *h, uint8_t *out)
 	return WIRE_HEADER_SIZE + (size_t)h->payload_len + WIRE_MAC_SIZE;
 }
 
-/* A message with a body; mode 0 good, 1 truncated body, 2 tampered. */
+/* Seal h as an inline frame and send it, says what; mode 0 as sealed,
+ * 1 truncated, 2 tampered. */
 static void
-evil_big(uint8_t type, size_t len, int mode)
+evil_small(const struct wire_header *h, int mode, const char *what)
+{
+	uint8_t fr[WIRE_HEADER_SIZE + 128 + WIRE_MAC_SIZE];
+	size_t n = evil_inline(h, fr);
+
+	if (mode == 2)
+		fr[WIRE_HEADER_SIZE + 10] ^= 1;
+	evil_post(FABRIC_OP_SEND, fr, mode == 1 ? n - 5 : n, 0);
+	printf("evil: %s\n", what);
+}
+
+/* A sealed header that announces a body of len bytes, and no body. */
+static void
+evil_announce(uint64_t len)
+{
+	struct wire_header h;
+	uint8_t fr[WIRE_HEADER_SIZE + WIRE_MAC_SIZE];
+
+	evil_header(&h, T_SINK, len, 0);
+	wire_header_encode(&h, fr);
+	session_seal(&ev.s, fr, h.seq, 0, NULL, 0, fr + WIRE_HEADER_SIZE);
+	evil_post(FABRIC_OP_SEND, fr, sizeof(fr), 0);
+}
+
+/* Send a message with a body, says what; mode 0 good, 1 truncated body,
+ * 2 tampered. */
+static void
+evil_big(uint8_t type, size_t len, int mode, const char *what)
 {
 	struct wire_header h;
 	uint8_t fr[WIRE_HEADER_SIZE + WIRE_MAC_SIZE], ad[WIRE_HEADER_SIZE];
@@ -707,6 +742,7 @@ evil_big(uint8_t type, size_t len, int mode)
 	    session_body_tag(&ev.s, h.seq, 1));
 	if (mode == 0)
 		ev.wait_seq = h.seq;
+	printf("evil: %s\n", what);
 	free(pl);
 	free(body);
 }
@@ -735,24 +771,14 @@ evil_step(void)
 		break;
 	case 2:
 		evil_header(&h, T_SINK, 100, 1);
-		n = evil_inline(&h, fr);
-		fr[WIRE_HEADER_SIZE + 10] ^= 1;
-		evil_post(FABRIC_OP_SEND, fr, n, 0);
-		printf("evil: tampered\n");
+		evil_small(&h, 2, "tampered");
 		break;
 	case 3:
 		evil_header(&h, T_SINK, 100, 1);
-		n = evil_inline(&h, fr);
-		evil_post(FABRIC_OP_SEND, fr, n - 5, 0);
-		printf("evil: truncated\n");
+		evil_small(&h, 1, "truncated");
 		break;
 	case 4:		/* announces more than max_message_size */
-		evil_header(&h, T_SINK, ev.ctx.lim.max_message_size + 1, 0);
-		wire_header_encode(&h, fr);
-		session_seal(&ev.s, fr, h.seq, 0, NULL, 0,
-		    fr + WIRE_HEADER_SIZE);
-		evil_post(FABRIC_OP_SEND, fr, WIRE_HEADER_SIZE + WIRE_MAC_SIZE,
-		    0);
+		evil_announce(ev.ctx.lim.max_message_size + 1);
 		printf("evil: oversize header\n");
 		break;
 	case 5:		/* a frame bigger than any receive buffer */
@@ -765,23 +791,17 @@ evil_step(void)
 	case 6:
 		evil_header(&h, T_SINK, 100, 1);
 		h.version = WIRE_VERSION + 1;
-		n = evil_inline(&h, fr);
-		evil_post(FABRIC_OP_SEND, fr, n, 0);
-		printf("evil: wrong version\n");
+		evil_small(&h, 0, "wrong version");
 		break;
 	case 7:
 		evil_header(&h, T_SINK, 100, 1);
 		h.job ^= 1;
-		n = evil_inline(&h, fr);
-		evil_post(FABRIC_OP_SEND, fr, n, 0);
-		printf("evil: wrong job\n");
+		evil_small(&h, 0, "wrong job");
 		break;
 	case 8:
 		evil_header(&h, T_SINK, 100, 1);
 		h.sender = 0xdeadbeef;
-		n = evil_inline(&h, fr);
-		evil_post(FABRIC_OP_SEND, fr, n, 0);
-		printf("evil: unknown sender\n");
+		evil_small(&h, 0, "unknown sender");
 		break;
 	case 9:
 		evil_post(FABRIC_OP_SEND, (const uint8_t *)"garbage!!", 9, 0);
@@ -790,34 +810,23 @@ evil_step(void)
 		printf("evil: garbage frames\n");
 		break;
 	case 10:
-		evil_big(T_SINK, 2 << 20, 1);
-		printf("evil: truncated body\n");
+		evil_big(T_SINK, 2 << 20, 1, "truncated body");
 		break;
 	case 11:
-		evil_big(T_SINK, 2 << 20, 2);
-		printf("evil: tampered body\n");
+		evil_big(T_SINK, 2 << 20, 2, "tampered body");
 		break;
 	case 12:
-		evil_big(T_SINK, 3 << 20, 0);
-		printf("evil: good big message\n");
+		evil_big(T_SINK, 3 << 20, 0, "good big message");
 		break;
 	case 13:	/* more announced bodies than the receiver holds */
-		for (n = 0; n < 3; n++) {
-			evil_header(&h, T_SINK, ev.ctx.lim.max_message_size, 0);
-			wire_header_encode(&h, fr);
-			session_seal(&ev.s, fr, h.seq, 0, NULL, 0,
-			    fr + WIRE_HEADER_SIZE);
-			evil_post(FABRIC_OP_SEND, fr,
-			    WIRE_HEADER_SIZE + WIRE_MAC_SIZE, 0);
-		}
+		for (n = 0; n < 3; n++)
+			evil_announce(ev.ctx.lim.max_message_size);
 		printf("evil: 3 bodies of max_message_size announced\n");
 		break;
 	case 14:
 		evil_header(&h, T_DONE, 0, 1);
-		n = evil_inline(&h, fr);
-		evil_post(FABRIC_OP_SEND, fr, n, 0);
+		evil_small(&h, 0, "done");
 		ev.wait_seq = h.seq;
-		printf("evil: done\n");
 		break;
 	default:
 		g.finished = 1;
@@ -900,9 +909,8 @@ evil_start(const char *victim, struct errbuf *err)
 	int rc;
 
 	/* The evil endpoint listens one port above the transport's. */
-	if (fabric_addr_split(g.listen, host, sizeof(host), port,
-	    sizeof(port)) != 0 || fabric_addr_split(victim, vh, sizeof(vh), vp,
-	    sizeof(vp)) != 0)
+	if (addr_split(g.listen, host, sizeof(host), port) != 0 ||
+	    addr_split(victim, vh, sizeof(vh), vp) != 0)
 		return errbuf_set(err, -EINVAL, "bad address");
 	snprintf(port, sizeof(port), "%d", atoi(port) + 1);
 	memset(&fp, 0, sizeof(fp));
@@ -949,6 +957,27 @@ usage(void)
 	exit(2);
 }
 
+/* A number argument in [lo, hi]; anything else is a usage error. */
+static long
+long_arg(const char *s, long lo, long hi)
+{
+	long v;
+
+	if (util_parse_long(s, lo, hi, &v) != 0)
+		usage();
+	return v;
+}
+
+static uint64_t
+u64_arg(const char *s)
+{
+	uint64_t v;
+
+	if (util_parse_u64(s, &v) != 0)
+		usage();
+	return v;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -972,11 +1001,10 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct transport_params tp;
-	struct transport_callbacks cbs;
 	struct errbuf err;
 	char list[MAX_PEERS][WIRE_ADDR_MAX + 1];
 	char *keyfile = NULL, *provider = NULL, *evil = NULL, *tok, *save;
-	long deadline_s = 60, v;
+	long deadline_s = 60;
 	int c, i, rc;
 
 	log_set_level(getenv("NETPEER_DEBUG") ? LOG_DEBUG : LOG_WARN);
@@ -1004,20 +1032,16 @@ main(int argc, char **argv)
 			g.job = optarg;
 			break;
 		case 'i':
-			if (util_parse_u64(optarg, &g.id) != 0)
-				usage();
+			g.id = u64_arg(optarg);
 			break;
 		case 'p':
 			provider = optarg;
 			break;
 		case 't':
-			if (util_parse_long(optarg, 1, 600000, &v) != 0)
-				usage();
-			g.timeout_ms = (unsigned)v;
+			g.timeout_ms = (unsigned)long_arg(optarg, 1, 600000);
 			break;
 		case 'm':
-			if (util_parse_u64(optarg, &g.max_size) != 0)
-				usage();
+			g.max_size = u64_arg(optarg);
 			break;
 		case 'P':
 			g.npeers = split_list(optarg, list, MAX_PEERS);
@@ -1029,27 +1053,20 @@ main(int argc, char **argv)
 			save = NULL;
 			for (tok = strtok_r(optarg, ",", &save); tok != NULL &&
 			    g.nsizes < MAX_SIZES; tok = strtok_r(NULL, ",", &save)) {
-				if (util_parse_long(tok, 0, 1L << 30, &v) != 0)
-					usage();
-				g.sizes[g.nsizes++] = (size_t)v;
+				g.sizes[g.nsizes++] = (size_t)long_arg(tok, 0, 1L << 30);
 			}
 			break;
 		case 'F':
 			g.expect_fail = 1;
 			break;
 		case 'd':
-			if (util_parse_long(optarg, 0, 100, &v) != 0)
-				usage();
-			g.expect_done = (int)v;
+			g.expect_done = (int)long_arg(optarg, 0, 100);
 			break;
 		case 'L':
-			if (util_parse_long(optarg, 0, 3600, &v) != 0)
-				usage();
-			g.linger_s = (int)v;
+			g.linger_s = (int)long_arg(optarg, 0, 3600);
 			break;
 		case 'D':
-			if (util_parse_long(optarg, 1, 3600, &deadline_s) != 0)
-				usage();
+			deadline_s = long_arg(optarg, 1, 3600);
 			break;
 		case 'K':
 			if (split_list(optarg, list, 2) != 2)
@@ -1082,10 +1099,9 @@ main(int argc, char **argv)
 	tp.self_id = g.id;
 	tp.max_message_size = g.max_size;
 	tp.op_timeout_ms = g.timeout_ms;
-	memset(&cbs, 0, sizeof(cbs));
-	cbs.recv = on_recv;
-	cbs.peer_down = on_peer_down;
-	rc = transport_open(g.loop, &tp, &cbs, &g.t, &err);
+	rc = transport_open(g.loop, &tp, on_peer_down, NULL, &g.t, &err);
+	if (rc == 0 && (rc = transport_register(g.t, &netpeer_proto, on_recv, NULL, &err)) < 0)
+		transport_close(g.t, NULL, NULL);
 	if (rc != 0) {
 		fprintf(stderr, "netpeer: %s\n", err.msg);
 		return rc == -EADDRINUSE ? 3 : 1;

@@ -31,7 +31,7 @@ write_file(const char *name, const char *text)
 
 /* Loads argv (NULL-terminated); returns config_load's code, err filled. */
 static int
-load(struct config *c, struct errbuf *err, const char **args)
+load(struct config *c, struct errbuf *err, const char *const *args)
 {
 	char *argv[32];
 	int argc = 0;
@@ -46,7 +46,7 @@ load(struct config *c, struct errbuf *err, const char **args)
 
 /* Expect refusal, with `needle` in the reason. */
 static void
-expect_bad(const char *needle, const char **args)
+expect_bad(const char *needle, const char *const *args)
 {
 	struct config c;
 	struct errbuf err;
@@ -56,6 +56,20 @@ expect_bad(const char *needle, const char **args)
 	CHECKF(strstr(err.msg, needle) != NULL, "reason '%s' does not mention '%s'", err.msg,
 	    needle);
 	config_free(&c);
+}
+
+/* An argv that must be refused, and what the reason must mention. Rows
+ * give at most 7 args, so the zeroed rest ends them as load wants. */
+struct bad_args {
+	const char *needle;
+	const char *args[8];
+};
+
+static void
+expect_bad_rows(const struct bad_args *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		expect_bad(rows[i].needle, rows[i].args);
 }
 
 int
@@ -128,46 +142,104 @@ main(void)
 	config_free(&c);
 
 	/* Bad flags and values: each names the key. */
-	expect_bad("--bogus", (const char *[]){ "--bogus", NULL });
-	expect_bad("batch_size", (const char *[]){ "--batch-size", "0", NULL });
-	expect_bad("batch_size", (const char *[]){ "--batch-size", "12x", NULL });
-	expect_bad("lr", (const char *[]){ "--lr", "-1", NULL });
-	expect_bad("lr", (const char *[]){ "--lr", "nan", NULL });
-	expect_bad("momentum", (const char *[]){ "--momentum", "1.5", NULL });
-	expect_bad("shard", (const char *[]){ "--shard", "4/4", NULL });
-	expect_bad("shard", (const char *[]){ "--shard", "1", NULL });
-	expect_bad("partition", (const char *[]){ "--partition", "dirichlet:-2", NULL });
-	expect_bad("model", (const char *[]){ "--model", "784-x-10", NULL });
-	expect_bad("model", (const char *[]){ "--model", "100-10", NULL });
-	expect_bad("device", (const char *[]){ "--device", "tpu", NULL });
-	expect_bad("provider", (const char *[]){ "--provider", "udp", NULL });
-	expect_bad("listen", (const char *[]){ "--listen", "localhost", NULL });
-	expect_bad("listen", (const char *[]){ "--listen", "127.0.0.1:70000", NULL });
-	expect_bad("key_file", (const char *[]){ "--listen", "127.0.0.1:7000", NULL });
-	expect_bad("resume", (const char *[]){ "--resume", NULL });
-	expect_bad("lr_schedule", (const char *[]){ "--lr-schedule", "linear", NULL });
-	expect_bad("log_level", (const char *[]){ "--log-level", "loud", NULL });
-	expect_bad("max_message_size", (const char *[]){ "--max-message-size", "1", NULL });
-	expect_bad("max_message_size", (const char *[]){ "--max-message-size", "9G", NULL });
-	expect_bad("needs a value", (const char *[]){ "--epochs", NULL });
-	expect_bad("unexpected argument", (const char *[]){ "stray", NULL });
-	expect_bad("job", (const char *[]){ "--job", "a/b", NULL });
+	static const struct bad_args bad_flags[] = {
+		{ "--bogus", { "--bogus" } },
+		{ "batch_size", { "--batch-size", "0" } },
+		{ "batch_size", { "--batch-size", "12x" } },
+		{ "lr", { "--lr", "-1" } },
+		{ "lr", { "--lr", "nan" } },
+		{ "momentum", { "--momentum", "1.5" } },
+		{ "shard", { "--shard", "4/4" } },
+		{ "shard", { "--shard", "1" } },
+		{ "partition", { "--partition", "dirichlet:-2" } },
+		{ "model", { "--model", "784-x-10" } },
+		{ "model", { "--model", "100-10" } },
+		{ "device", { "--device", "tpu" } },
+		{ "provider", { "--provider", "udp" } },
+		{ "listen", { "--listen", "localhost" } },
+		{ "listen", { "--listen", "127.0.0.1:70000" } },
+		{ "key_file", { "--listen", "127.0.0.1:7000" } },
+		/* One HOST:PORT rule (addr_split) for listen, join and peers. */
+		{ "listen", { "--listen", "127.0.0.1:0" } },
+		{ "listen", { "--listen", ":7000" } },
+		{ "listen", { "--listen", "h:+7000" } },
+		{ "listen", { "--listen", "::1:7000" } },
+		{ "listen", { "--listen", "[]:7000" } },
+		{ "join", { "--join", "h:" } },
+		{ "resume", { "--resume" } },
+		{ "lr_schedule", { "--lr-schedule", "linear" } },
+		{ "log_level", { "--log-level", "loud" } },
+		{ "max_message_size", { "--max-message-size", "1" } },
+		{ "max_message_size", { "--max-message-size", "9G" } },
+		{ "needs a value", { "--epochs" } },
+		{ "unexpected argument", { "stray" } },
+		{ "job", { "--job", "a/b" } },
+		/* Cross-key rules refuse at load, naming the key. */
+		{ "probe_timeout", { "--probe-timeout", "500" } },
+		{ "probe_timeout", { "--probe-interval", "100" } },
+		{ "density 0.9 and mask_block", { "--density", "0.9", "--mask-block", "117574" } },
+		{ "mask_block", { "--model", "784-10", "--density", "0.9", "--mask-block",
+		    "4000" } },
+		/* peers: parsed at load, each address by the same rule. */
+		{ "peers: 'h:0'", { "--listen", "127.0.0.1:7000", "--key-file", "k", "--peers",
+		    "127.0.0.1:7001,h:0" } },
+		{ "peers: no address", { "--listen", "127.0.0.1:7000", "--key-file", "k",
+		    "--peers", "," } },
+		{ "peers: cannot open", { "--listen", "127.0.0.1:7000", "--key-file", "k",
+		    "--peers", "@/nonexistent/peers" } },
+		{ "peers: needs listen", { "--peers", "127.0.0.1:7001" } },
+	};
+	expect_bad_rows(bad_flags, GD_ARRAY_SIZE(bad_flags));
+	rc = load(&c, &err, (const char *[]){ "--listen", "[::1]:7000", "--key-file", "k",
+	    "--join", "localhost:7001", NULL });
+	CHECKF(rc == 0, "IPv6 listen refused: %s", err.msg);
+	config_free(&c);
 
-	/* Bad files. */
+	/* peers: parsed at load into peer_list. */
+	rc = load(&c, &err, (const char *[]){ "--listen", "127.0.0.1:7000", "--key-file", "k",
+	    "--peers", "127.0.0.1:7001,,[::1]:7002", NULL });
+	CHECKF(rc == 0 && c.npeers == 2 && strcmp(c.peer_list[0], "127.0.0.1:7001") == 0 &&
+	    strcmp(c.peer_list[1], "[::1]:7002") == 0, "peers list: %s", err.msg);
+	config_free(&c);
+	file = write_file("peers.txt", "# the job\n127.0.0.1:7001  # first\n\n  h:7002\t h:7003\n");
+	snprintf(arg, sizeof(arg), "@%s", file);
+	rc = load(&c, &err, (const char *[]){ "--listen", "127.0.0.1:7000", "--key-file", "k",
+	    "--peers", arg, NULL });
+	CHECKF(rc == 0 && c.npeers == 3 && strcmp(c.peer_list[2], "h:7003") == 0,
+	    "peers file: %s", err.msg);
+	config_free(&c);
+	{
+		/* A comment longer than any line buffer is cut whole: the
+		 * address at its end is not a peer. */
+		char text[2048];
+
+		snprintf(text, sizeof(text), "127.0.0.1:7001 # %01500d h:7009\nh:7002\n", 0);
+		file = write_file("longpeers.txt", text);
+	}
+	snprintf(arg, sizeof(arg), "@%s", file);
+	rc = load(&c, &err, (const char *[]){ "--listen", "127.0.0.1:7000", "--key-file", "k",
+	    "--peers", arg, NULL });
+	CHECKF(rc == 0 && c.npeers == 2 && strcmp(c.peer_list[1], "h:7002") == 0,
+	    "a long comment in a peers file: %s, %zu peers", err.msg, c.npeers);
+	config_free(&c);
+	file = write_file("badpeers.txt", "127.0.0.1:7001\nnoport\n");
+	snprintf(arg, sizeof(arg), "@%s", file);
+	expect_bad("'noport'", (const char *[]){ "--listen", "127.0.0.1:7000", "--key-file", "k",
+	    "--peers", arg, NULL });
+
+	/* Bad files: written, then loaded with -c. */
 	expect_bad("cannot open", (const char *[]){ "-c", "/nonexistent/x.conf", NULL });
-	file = write_file("unknown.conf", "batch_size = 8\nfrobnicate = 3\n");
-	snprintf(arg, sizeof(arg), "%s", file);
-	expect_bad("unknown key 'frobnicate'", (const char *[]){ "-c", arg, NULL });
-	expect_bad(":2:", (const char *[]){ "-c", arg, NULL });
-	file = write_file("range.conf", "epochs = 0\n");
-	snprintf(arg, sizeof(arg), "%s", file);
-	expect_bad("epochs", (const char *[]){ "-c", arg, NULL });
-	file = write_file("section.conf", "[other]\nepochs = 3\n");
-	snprintf(arg, sizeof(arg), "%s", file);
-	expect_bad("unknown section", (const char *[]){ "-c", arg, NULL });
-	file = write_file("syntax.conf", "epochs 3\n");
-	snprintf(arg, sizeof(arg), "%s", file);
-	expect_bad("syntax", (const char *[]){ "-c", arg, NULL });
+	static const struct { const char *name, *text, *needle; } bad_files[] = {
+		{ "unknown.conf", "batch_size = 8\nfrobnicate = 3\n", "unknown key 'frobnicate'" },
+		{ "unknown.conf", "batch_size = 8\nfrobnicate = 3\n", ":2:" },
+		{ "range.conf", "epochs = 0\n", "epochs" },
+		{ "section.conf", "[other]\nepochs = 3\n", "unknown section" },
+		{ "syntax.conf", "epochs 3\n", "syntax" },
+	};
+	for (size_t i = 0; i < GD_ARRAY_SIZE(bad_files); i++) {
+		file = write_file(bad_files[i].name, bad_files[i].text);
+		expect_bad(bad_files[i].needle, (const char *[]){ "-c", file, NULL });
+	}
 
 	/* Runtime changes. */
 	rc = load(&c, &err, (const char *[]){ NULL });
@@ -177,6 +249,44 @@ main(void)
 	CHECKF(config_set(&c, "log_level", "shout", &err) == -EINVAL, "bad log_level set");
 	CHECKF(config_set(&c, "batch_size", "8", &err) == -EPERM, "batch_size is not runtime");
 	CHECKF(config_set(&c, "nope", "8", &err) == -EINVAL, "unknown key set");
+	CHECKF(config_set(&c, "probe_interval", "1000", &err) == 0 &&
+	    config_set(&c, "probe_timeout", "900", &err) == 0 && c.probe_timeout == 900,
+	    "probe timing set: %s", err.msg);
+	config_free(&c);
+
+	/* A set that breaks a cross-key rule is refused and leaves every field
+	 * as it was, strings included (same pointers). */
+	rc = load(&c, &err, (const char *[]){ NULL });
+	CHECKF(rc == 0, "defaults");
+	{
+		/* key, value, 1 if it must be accepted; the default model has
+		 * 235146 parameters. */
+		static const struct { const char *key, *value; int ok; } steps[] = {
+			{ "density", "0.9", 1 },
+			{ "probe_timeout", "500", 0 }, { "probe_interval", "200", 0 },
+			{ "mask_block", "117574", 0 }, { "log_level", "shout", 0 },
+			{ "interval", "0", 0 },
+			{ "density", "0.5", 1 }, { "mask_block", "60000", 1 },
+			{ "density", "0.8", 0 },
+		};
+		struct config before;
+
+		for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+			memcpy(&before, &c, sizeof(c));
+			memset(&err, 0, sizeof(err));
+			rc = config_set(&c, steps[i].key, steps[i].value, &err);
+			if (steps[i].ok) {
+				CHECKF(rc == 0, "set %s %s: %s", steps[i].key, steps[i].value,
+				    err.msg);
+				continue;
+			}
+			CHECKF(rc < 0, "set %s %s accepted", steps[i].key, steps[i].value);
+			CHECKF(strstr(err.msg, steps[i].key) != NULL,
+			    "reason '%s' does not name %s", err.msg, steps[i].key);
+			CHECKF(memcmp(&before, &c, sizeof(c)) == 0, "set %s %s changed the config",
+			    steps[i].key, steps[i].value);
+		}
+	}
 	config_free(&c);
 
 	snprintf(arg, sizeof(arg), "rm -rf %s", tmpdir);

@@ -174,9 +174,7 @@ make_ranges(size_t d, size_t *nr, size_t *total)
 			len = d - off;
 		if (n == cap) {
 			cap *= 2;
-			r = realloc(r, cap * sizeof(*r));
-			if (r == NULL)
-				abort();
+			r = xrealloc(r, cap, sizeof(*r));
 		}
 		r[n].off = off;
 		r[n].len = len;

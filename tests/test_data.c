@@ -231,12 +231,33 @@ test_load(int gz)
 	clean_dir();
 }
 
+/* A fresh data set for the damage tests: the images in big, gzipped, and
+ * 400 plain labels. Reads the start of the images' .gz file into raw (len
+ * bytes) and returns its path, for the caller to damage. */
+static const char *
+write_gz_set(const unsigned char *big, size_t n, unsigned char *raw, size_t rawsz,
+    size_t *len)
+{
+	static char path[512];
+	unsigned char lab400[8 + 400];
+	FILE *f;
+
+	clean_dir();
+	write_file("t-images-idx3-ubyte", big, n, 1);
+	write_file("t-labels-idx1-ubyte", lab400, make_labels(lab400, 0x801, 400, 400, -1), 0);
+	snprintf(path, sizeof(path), "%s/t-images-idx3-ubyte.gz", tmpdir);
+	REQUIRE((f = fopen(path, "rb")) != NULL);
+	*len = fread(raw, 1, rawsz, f);
+	fclose(f);
+	return path;
+}
+
 /* Damaged gzip streams: flipped bytes inside the deflate data, a cut tail. */
 static void
 test_corrupt_gzip(void)
 {
-	unsigned char raw[4096], lab400[8 + 400], *big;
-	char path[512];
+	unsigned char raw[4096], *big;
+	const char *path;
 	size_t n, len;
 	FILE *f;
 
@@ -246,16 +267,11 @@ test_corrupt_gzip(void)
 	for (size_t i = 16; i < n; i++)
 		big[i] = (unsigned char)((i * 2654435761u) >> 13);
 	for (int pos = 0; pos < 3; pos++) {
-		clean_dir();
-		write_file("t-images-idx3-ubyte", big, n, 1);
-		write_file("t-labels-idx1-ubyte", lab400,
-		    make_labels(lab400, 0x801, 400, 400, -1), 0);
-		snprintf(path, sizeof(path), "%s/t-images-idx3-ubyte.gz", tmpdir);
-		f = fopen(path, "r+b");
-		len = fread(raw, 1, sizeof(raw), f);
+		path = write_gz_set(big, n, raw, sizeof(raw), &len);
 		CHECK(len > 200);
 		/* Header region, middle, and the CRC trailer. */
 		long at = pos == 0 ? 40 : pos == 1 ? (long)len / 2 : (long)len - 6;
+		REQUIRE((f = fopen(path, "r+b")) != NULL);
 		fseek(f, at, SEEK_SET);
 		fputc(raw[at] ^ 0x5a, f);
 		fclose(f);
@@ -264,14 +280,7 @@ test_corrupt_gzip(void)
 	}
 	/* Gzip cut anywhere: inside the data, or just before the trailer ends. */
 	for (int cut = 0; cut < 2; cut++) {
-		clean_dir();
-		write_file("t-images-idx3-ubyte", big, n, 1);
-		write_file("t-labels-idx1-ubyte", lab400,
-		    make_labels(lab400, 0x801, 400, 400, -1), 0);
-		snprintf(path, sizeof(path), "%s/t-images-idx3-ubyte.gz", tmpdir);
-		f = fopen(path, "rb");
-		len = fread(raw, 1, sizeof(raw), f);
-		fclose(f);
+		path = write_gz_set(big, n, raw, sizeof(raw), &len);
 		CHECK(truncate(path, cut == 0 ? (off_t)len / 2 : (off_t)len - 3) == 0);
 		expect_fail(cut == 0 ? "gzip cut in half" : "gzip trailer cut");
 	}

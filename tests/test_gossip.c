@@ -4,13 +4,12 @@
  * and untouched elsewhere; dense averages everything; fp16 is close; two
  * peers asking each other at once both succeed (sparse) or both get BUSY
  * (dense), and a peer with no model yet answers BUSY; a lost reply times out;
- * malformed and mismatched requests change nothing; pulls serve exact
- * slices. Poison: a REQ or REPLY carrying NaN or Inf, or absurd finite
- * values, is refused, counted, reported and leaves the model unchanged; a
- * peer whose own values are not finite never sends them; a joiner drops a
- * donor that sends NaN or values far from the others'. select: random
- * and adaptive picks, the bandwidth cut-off, the connectivity guard, the
- * failure backoff and the decaying shun of an offender.
+ * malformed and mismatched requests change nothing. Poison: a REQ or REPLY
+ * carrying NaN or Inf, or absurd finite values, is refused, counted,
+ * reported and leaves the model unchanged; a peer whose own values are not
+ * finite never sends them. select: random and adaptive picks, the
+ * bandwidth cut-off, the connectivity guard, the failure backoff and the
+ * decaying shun of an offender. The model pull is test_pull's.
  */
 #include <errno.h>
 #include <math.h>
@@ -20,7 +19,6 @@
 
 #include <sodium.h>
 
-#include "bootstrap.h"
 #include "check.h"
 #include "gossip.h"
 #include "select.h"
@@ -269,8 +267,6 @@ test_busy_timeout_malformed(void)
 	a0 = snap(peers[0].m);
 	gossip_recv(peers[0].g, 4.0, peers[1].addr, GOSSIP_T_REQ, junk, sizeof(junk));
 	gossip_recv(peers[0].g, 4.0, peers[1].addr, GOSSIP_T_REPLY, junk, sizeof(junk));
-	gossip_recv(peers[0].g, 4.0, peers[1].addr, GOSSIP_T_PULL, junk, sizeof(junk));
-	gossip_recv(peers[0].g, 4.0, peers[1].addr, GOSSIP_T_CHUNK, junk, sizeof(junk));
 	CHECK(nq == 0);
 	a1 = snap(peers[0].m);
 	CHECK(memcmp(a0, a1, peers[0].m->d * sizeof(float)) == 0);
@@ -288,34 +284,6 @@ test_busy_timeout_malformed(void)
 	CHECK(memcmp(a0, a1, peers[1].m->d * sizeof(float)) == 0);
 	free(a0);
 	free(a1);
-	teardown();
-}
-
-static void
-test_pull(void)
-{
-	uint8_t req[GOSSIP_PULL_SIZE];
-	struct gossip_chunk c;
-	float *x, v[50];
-
-	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.05, "40-20-10", "40-20-10");
-	x = snap(peers[1].m);
-	gossip_pull_encode(req, 5, 100, 50);
-	gossip_recv(peers[1].g, 0, peers[0].addr, GOSSIP_T_PULL, req, sizeof(req));
-	CHECK(nq == 1 && queue[0].type == GOSSIP_T_CHUNK);
-	CHECK(gossip_chunk_decode(queue[0].buf, queue[0].len, &c) == 0);
-	CHECK(c.id == 5 && c.off == 100 && c.len == 50 && c.step == 7 && c.status == 0);
-	memcpy(v, c.values, sizeof(v));
-	CHECK(memcmp(v, x + 100, sizeof(v)) == 0);
-	nq = 0;
-	free(queue[0].buf);
-	gossip_pull_encode(req, 6, peers[1].m->d - 10, 50);
-	gossip_recv(peers[1].g, 0, peers[0].addr, GOSSIP_T_PULL, req, sizeof(req));
-	CHECK(nq == 1 && gossip_chunk_decode(queue[0].buf, queue[0].len, &c) == 0);
-	CHECK(c.status == -ERANGE);
-	CHECK(gossip_chunk_decode(queue[0].buf, 5, &c) == -EBADMSG);
-	pump(0);
-	free(x);
 	teardown();
 }
 
@@ -384,8 +352,6 @@ test_poison(void)
 {
 	static void (*const poisons[])(float *, size_t) = { poison_nan, poison_inf, poison_huge };
 	static const char *const why[] = { "nonfinite", "nonfinite", "far" };
-	uint8_t req[GOSSIP_PULL_SIZE];
-	struct gossip_chunk c;
 	float *a0, *b0;
 
 	for (size_t k = 0; k < GD_ARRAY_SIZE(poisons); k++) {
@@ -422,7 +388,7 @@ test_poison(void)
 		teardown();
 	}
 
-	/* Own values not finite: no REQ, a REFUSED REPLY, an error CHUNK. */
+	/* Own values not finite: no REQ, a REFUSED REPLY. */
 	setup(GOSSIP_DENSE, GOSSIP_FP32, 1.0, "40-20-10", "40-20-10");
 	a0 = snap(peers[0].m);
 	a0[3] = NAN;
@@ -435,83 +401,8 @@ test_poison(void)
 	    queue[0].buf[1] != 0);
 	pump(0);
 	CHECK(peers[1].last == GOSSIP_FAILED);
-	gossip_pull_encode(req, 9, 0, 10);
-	gossip_recv(peers[0].g, 0, peers[1].addr, GOSSIP_T_PULL, req, sizeof(req));
-	CHECK(nq == 1 && gossip_chunk_decode(queue[0].buf, queue[0].len, &c) == 0);
-	CHECK(c.status == -EDOM);
-	pump(0);
 	free(a0);
 	teardown();
-}
-
-/* A joiner's pull: the PULLs bootstrap sends, by donor. */
-static uint64_t pull_id[BOOTSTRAP_MAX_DONORS];
-static const char *const donors[BOOTSTRAP_MAX_DONORS] = { "d:0", "d:1", "d:2" };
-
-static int
-pull_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
-    void (*cb)(void *, int), void *cbarg)
-{
-	(void)arg;
-	(void)cb;
-	(void)cbarg;
-	CHECK(type == GOSSIP_T_PULL && len == GOSSIP_PULL_SIZE);
-	for (int i = 0; i < BOOTSTRAP_MAX_DONORS; i++) {
-		if (strcmp(addr, donors[i]) == 0)
-			pull_id[i] = wire_get_u64(buf);
-	}
-	return 0;
-}
-
-static void
-chunk_answer(struct bootstrap *b, int di, const float *v, size_t n)
-{
-	uint8_t buf[GOSSIP_CHUNK_HEADER + 64 * sizeof(float)];
-
-	memset(buf, 0, GOSSIP_CHUNK_HEADER);
-	wire_put_u64(buf, pull_id[di]);
-	wire_put_u64(buf + 16, n);
-	wire_put_u64(buf + 24, 10);
-	memcpy(buf + GOSSIP_CHUNK_HEADER, v, n * sizeof(float));
-	bootstrap_recv(b, 0.1, donors[di], buf, GOSSIP_CHUNK_HEADER + n * sizeof(float));
-}
-
-static void
-test_bootstrap_poison(void)
-{
-	struct bootstrap_ops ops = { pull_send, NULL };
-	float v[3][64];
-
-	for (int k = 0; k < 2; k++) {
-		struct bootstrap *b;
-		const float *x;
-		json_t *o = json_object(), *rej;
-
-		for (int i = 0; i < 64; i++) {
-			v[0][i] = (float)randombytes_uniform(1000) / 1e4f - 0.05f;
-			v[1][i] = v[0][i] * 1.2f;
-			v[2][i] = k == 0 ? v[0][i] : v[0][i] * 1e5f;
-		}
-		if (k == 0)
-			v[2][7] = NAN;
-		CHECK(bootstrap_new(64, 1.0, &ops, &b) == 0);
-		CHECK(bootstrap_start(b, 0, donors, 3) == 0);
-		/* The poisoned donor answers first, the others after. */
-		chunk_answer(b, 2, v[2], 64);
-		CHECK(!bootstrap_done(b));
-		chunk_answer(b, 0, v[0], 64);
-		chunk_answer(b, 1, v[1], 64);
-		CHECKF(bootstrap_done(b) && !bootstrap_failed(b), "case %d: not done", k);
-		x = bootstrap_params(b);
-		for (int i = 0; i < 64; i++)
-			CHECKF(fabsf(x[i] - (v[0][i] + v[1][i]) / 2) < 1e-6f,
-			    "case %d: x[%d] %g", k, i, x[i]);
-		CHECK(bootstrap_stats_json(b, o) == 0);
-		rej = json_object_get(json_object_get(o, "bootstrap"), "rejected");
-		CHECK(json_integer_value(json_object_get(rej, k ? "far" : "nonfinite")) == 1);
-		json_decref(o);
-		bootstrap_free(b);
-	}
 }
 
 static void
@@ -623,9 +514,7 @@ main(void)
 	test_exchange(GOSSIP_SAPS, GOSSIP_FP16);
 	test_busy_timeout_malformed();
 	test_bad_mask();
-	test_pull();
 	test_poison();
-	test_bootstrap_poison();
 	test_select();
 	return check_exit("test_gossip");
 }

@@ -18,7 +18,9 @@
 #include "check.h"
 #include "log.h"
 #include "member.h"
+#include "member_wire.h"
 #include "rng.h"
+#include "simnet.h"
 
 #define MAXN		24
 #define STEP		0.005
@@ -41,7 +43,7 @@ struct msg {
 	uint8_t		type;
 	size_t		len;
 	double		at;
-	member_send_cb	cb;
+	proto_sent_cb	cb;
 	void		*cbarg;
 	uint8_t		data[];
 };
@@ -56,21 +58,12 @@ static struct rng net_rng;
 static unsigned changes;
 
 static int
-node_by_addr(const char *addr)
-{
-	for (int i = 0; i < nnodes; i++)
-		if (strcmp(nodes[i].addr, addr) == 0)
-			return i;
-	return -1;
-}
-
-static int
 fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
-    member_send_cb cb, void *cbarg)
+    proto_sent_cb cb, void *cbarg)
 {
 	struct node *from = arg;
 	struct msg *m;
-	int to = node_by_addr(addr);
+	int to = SIMNET_BY_ADDR(nodes, nnodes, addr);
 
 	REQUIRE(type >= MEMBER_T_FIRST && type <= MEMBER_T_LAST);
 	REQUIRE(strcmp(addr, from->addr) != 0);
@@ -343,7 +336,7 @@ test_garbage(void)
 
 static int
 drop_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
-    member_send_cb cb, void *cbarg)
+    proto_sent_cb cb, void *cbarg)
 {
 	(void)arg, (void)addr, (void)type, (void)buf, (void)len, (void)cb, (void)cbarg;
 	return 0;

@@ -42,17 +42,35 @@ settle(struct walker *w, uint64_t step)
 	return atomic_load(&w->done);
 }
 
+/* A fresh pace held at `hold` and a walker of `steps` steps running on it. */
+static void
+walker_start(struct walker *w, pthread_t *th, uint64_t steps, uint64_t hold)
+{
+	w->steps = steps;
+	atomic_init(&w->done, 0);
+	REQUIRE(pace_new(&w->p) == 0);
+	pace_hold(w->p, hold);
+	REQUIRE(pthread_create(th, NULL, walk, w) == 0);
+}
+
+/* Let the walker run to its last step, and join it. */
+static void
+walker_finish(struct walker *w, pthread_t th)
+{
+	CHECKF(settle(w, w->steps) == w->steps, "walker stopped at %llu of %llu",
+	    (unsigned long long)atomic_load(&w->done), (unsigned long long)w->steps);
+	pthread_join(th, NULL);
+}
+
 static void
 test_hold_release(void)
 {
-	struct walker w = { NULL, 100, 0 };
+	struct walker w;
 	pthread_t th;
 	double waited;
 	uint64_t waits;
 
-	REQUIRE(pace_new(&w.p) == 0);
-	pace_hold(w.p, 10);
-	REQUIRE(pthread_create(&th, NULL, walk, &w) == 0);
+	walker_start(&w, &th, 100, 10);
 	/* Steps 1..9 pass; step 10 is finished but held. */
 	CHECKF(settle(&w, 9) == 9, "walker at %llu", (unsigned long long)atomic_load(&w.done));
 	nap(0.1);
@@ -65,8 +83,7 @@ test_hold_release(void)
 	nap(0.1);
 	CHECK(atomic_load(&w.done) == 19);
 	pace_release(w.p);
-	CHECK(settle(&w, 100) == 100);
-	pthread_join(th, NULL);
+	walker_finish(&w, th);
 	pace_stats(w.p, &waited, &waits);
 	CHECKF(waits == 2, "waits %llu", (unsigned long long)waits);
 	CHECKF(waited >= 0.15 && waited < 5, "waited %.3f s", waited);
@@ -76,18 +93,15 @@ test_hold_release(void)
 static void
 test_close(void)
 {
-	struct walker w = { NULL, 50, 0 };
+	struct walker w;
 	pthread_t th;
 	double waited;
 	uint64_t waits;
 
-	REQUIRE(pace_new(&w.p) == 0);
-	pace_hold(w.p, 5);
-	REQUIRE(pthread_create(&th, NULL, walk, &w) == 0);
+	walker_start(&w, &th, 50, 5);
 	CHECK(settle(&w, 4) == 4);
 	pace_close(w.p);
-	CHECK(settle(&w, 50) == 50);
-	pthread_join(th, NULL);
+	walker_finish(&w, th);
 	/* Closed for good: a later hold no longer stops anyone. */
 	pace_hold(w.p, 1);
 	pace_wait(w.p, 3);

@@ -3,76 +3,79 @@
 # byte checked (echoed back and compared), and more big messages at once
 # than a receiver holds (the sender's window); key files are made with the
 # real keygen; the verbs provider fails cleanly where there is no RDMA device.
-[ -n "$BASH_VERSION" ] || exec bash "$0" "$@"
-. "${top_srcdir:-.}/tests/transport_lib.sh"
-command -v jq >/dev/null || { echo "SKIP: jq not installed"; exit 77; }
+FLEET_DUMP_LOGS=40
+. "$(dirname "$0")/fleet.sh"
 
 # Key files: mode 0600, never overwritten, refused when too open or sized wrong.
-mkkey "$WORK/key"
-[ "$(stat -c %a "$WORK/key")" = 600 ] || die "key file mode is not 600"
-[ "$(stat -c %s "$WORK/key")" = 32 ] || die "key file is not 32 bytes"
-"$NETPEER" keygen "$WORK/key" 2>"$WORK/keygen.err" && die "keygen overwrote a key"
-grep -q "already exists" "$WORK/keygen.err" || die "keygen: no clear reason"
-cp "$WORK/key" "$WORK/openkey"
-chmod 644 "$WORK/openkey"
-"$NETPEER" --listen 127.0.0.1:1 --key "$WORK/openkey" --id 1 2>"$WORK/open.err" &&
-    die "a key readable by others was accepted"
-grep -q "mode 0644" "$WORK/open.err" || die "no clear message for an open key file"
+"$NETPEER" keygen "$FLEET_DIR/key" || fleet_fail "keygen"
+[ "$(stat -c %a "$FLEET_DIR/key")" = 600 ] || fleet_fail "key file mode is not 600"
+[ "$(stat -c %s "$FLEET_DIR/key")" = 32 ] || fleet_fail "key file is not 32 bytes"
+"$NETPEER" keygen "$FLEET_DIR/key" 2>"$FLEET_DIR/keygen.err" && fleet_fail "keygen overwrote a key"
+grep -q "already exists" "$FLEET_DIR/keygen.err" || fleet_fail "keygen: no clear reason"
+cp "$FLEET_DIR/key" "$FLEET_DIR/openkey"
+chmod 644 "$FLEET_DIR/openkey"
+"$NETPEER" --listen 127.0.0.1:1 --key "$FLEET_DIR/openkey" --id 1 2>"$FLEET_DIR/open.err" &&
+    fleet_fail "a key readable by others was accepted"
+grep -q "mode 0644" "$FLEET_DIR/open.err" || fleet_fail "no clear message for an open key file"
 
 # verbs without an RDMA device: a clear error at open, no crash.
-port=$(free_port)
-"$NETPEER" --listen "127.0.0.1:$port" --key "$WORK/key" --id 1 \
-    --provider verbs >"$WORK/verbs.log" 2>&1
+fleet_port port
+"$NETPEER" --listen "127.0.0.1:$port" --key "$FLEET_DIR/key" --id 1 \
+    --provider verbs >"$FLEET_DIR/verbs.log" 2>&1
 rc=$?
-[ $rc -eq 1 ] || die "--provider verbs exited with $rc, want 1"
-grep -q "verbs" "$WORK/verbs.log" || die "--provider verbs: no clear message"
+[ $rc -eq 1 ] || fleet_fail "--provider verbs exited with $rc, want 1"
+grep -q "verbs" "$FLEET_DIR/verbs.log" || fleet_fail "--provider verbs: no clear message"
 
-common="--key $WORK/key --job exchange --timeout 10000 --deadline 90"
+common="--key $FLEET_DIR/key --job exchange --timeout 10000 --deadline 90"
 
 # Two endpoints: A sends every size to B, which echoes.
-start_any B $common --id 2 --expect-done 1
-"$NETPEER" --listen "127.0.0.1:$(free_port)" $common --id 1 \
-    --peers "127.0.0.1:$PORT_B" >"$WORK/A.log" 2>&1 || die "two endpoints: sender failed"
-wait_pid "$PID_B" 30 || die "two endpoints: receiver failed"
-[ "$(stat_of B .bad_content)" = 0 ] || die "receiver saw bad content"
-[ "$(stat_of B .rejected.total)" = 0 ] || die "receiver rejected good traffic"
-[ "$(stat_of A .messages_received)" -ge 14 ] || die "echoes missing"
+fleet_netpeer B $common --id 2 --expect-done 1
+fleet_port port
+"$NETPEER" --listen "127.0.0.1:$port" $common --id 1 \
+    --peers "127.0.0.1:${FLEET_PORT[B]}" >"$FLEET_DIR/A.log" 2>&1 || fleet_fail "two endpoints: sender failed"
+fleet_wait_exit B 30 || fleet_fail "two endpoints: receiver failed"
+[ "$(fleet_netpeer_stat B .bad_content)" = 0 ] || fleet_fail "receiver saw bad content"
+[ "$(fleet_netpeer_stat B .rejected.total)" = 0 ] || fleet_fail "receiver rejected good traffic"
+[ "$(fleet_netpeer_stat A .messages_received)" -ge 14 ] || fleet_fail "echoes missing"
 echo "two endpoints: ok"
 
 # Twelve 1 MiB messages at once where a peer holds at most 2 x 1.05 MB of
 # bodies from another: the sender's window must queue them, none may be
 # refused, and all come back.
-start_any W $common --max-size 1100000 --id 4 --expect-done 1
+fleet_netpeer W $common --max-size 1100000 --id 4 --expect-done 1
 sizes=1048576; for i in $(seq 11); do sizes="$sizes,1048576"; done
-"$NETPEER" --listen "127.0.0.1:$(free_port)" $common --id 3 --max-size 1100000 \
-    --peers "127.0.0.1:$PORT_W" --sizes "$sizes" >"$WORK/window.log" 2>&1 ||
-    die "window: sender failed"
-wait_pid "$PID_W" 30 || die "window: receiver failed"
-[ "$(stat_of W .rejected.total)" = 0 ] || die "window: the receiver refused messages"
-[ "$(stat_of window .messages_received)" -ge 12 ] || die "window: echoes missing"
+fleet_port port
+"$NETPEER" --listen "127.0.0.1:$port" $common --id 3 --max-size 1100000 \
+    --peers "127.0.0.1:${FLEET_PORT[W]}" --sizes "$sizes" >"$FLEET_DIR/window.log" 2>&1 ||
+    fleet_fail "window: sender failed"
+fleet_wait_exit W 30 || fleet_fail "window: receiver failed"
+[ "$(fleet_netpeer_stat W .rejected.total)" = 0 ] || fleet_fail "window: the receiver refused messages"
+[ "$(fleet_netpeer_stat window .messages_received)" -ge 12 ] || fleet_fail "window: echoes missing"
 echo "window: ok"
 
 # Three endpoints, each sending every size to the two others at once.
-for try in 1 2 3; do
-	p1=$(free_port); p2=$(free_port); p3=$(free_port)
-	[ "$p1" != "$p2" ] && [ "$p2" != "$p3" ] && [ "$p1" != "$p3" ] || continue
-	ok=1
-	start_peer M1 "$p1" $common --id 11 --expect-done 2 \
-	    --peers "127.0.0.1:$p2,127.0.0.1:$p3" || ok=0
-	start_peer M2 "$p2" $common --id 12 --expect-done 2 \
-	    --peers "127.0.0.1:$p1,127.0.0.1:$p3" || ok=0
-	start_peer M3 "$p3" $common --id 13 --expect-done 2 \
-	    --peers "127.0.0.1:$p1,127.0.0.1:$p2" || ok=0
-	[ $ok -eq 1 ] && break
-	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
-	PIDS=""
-done
-[ $ok -eq 1 ] || die "three endpoints did not start"
+three() {
+	local p1 p2 p3
+	fleet_port p1
+	fleet_port p2
+	fleet_port p3
+	# One after the other, each up before the next starts, as before the
+	# fleet library: what runs at once is the traffic, not the start-up.
+	fleet_start M1 "$NETPEER" --listen "127.0.0.1:$p1" $common --id 11 --expect-done 2 \
+	    --peers "127.0.0.1:$p2,127.0.0.1:$p3"
+	fleet_wait_up M1 10 '^ready' || return
+	fleet_start M2 "$NETPEER" --listen "127.0.0.1:$p2" $common --id 12 --expect-done 2 \
+	    --peers "127.0.0.1:$p1,127.0.0.1:$p3"
+	fleet_wait_up M2 10 '^ready' || return
+	fleet_start M3 "$NETPEER" --listen "127.0.0.1:$p3" $common --id 13 --expect-done 2 \
+	    --peers "127.0.0.1:$p1,127.0.0.1:$p2"
+	fleet_wait_up M3 10 '^ready'
+}
+fleet_up three
 for n in M1 M2 M3; do
-	eval "pid=\$PID_$n"
-	wait_pid "$pid" 60 || die "three endpoints: $n failed"
-	[ "$(stat_of $n .bad_content)" = 0 ] || die "$n saw bad content"
-	[ "$(stat_of $n .rejected.total)" = 0 ] || die "$n rejected good traffic"
+	fleet_wait_exit $n 60 || fleet_fail "three endpoints: $n failed"
+	[ "$(fleet_netpeer_stat $n .bad_content)" = 0 ] || fleet_fail "$n saw bad content"
+	[ "$(fleet_netpeer_stat $n .rejected.total)" = 0 ] || fleet_fail "$n rejected good traffic"
 done
 echo "three endpoints: ok"
 exit 0

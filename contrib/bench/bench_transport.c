@@ -60,6 +60,9 @@ on_send(void *arg, int status)
 		b.failed++;
 }
 
+static const char *const bench_type_names[] = { "bulk", "echo" };
+static const struct proto bench_proto = { "bench", T_BULK, T_ECHO, bench_type_names };
+
 static void
 on_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
     const uint8_t *p, size_t len)
@@ -85,7 +88,6 @@ static int
 open_transport(int port, const char *peer_port)
 {
 	struct transport_params tp;
-	struct transport_callbacks cbs;
 	struct errbuf err;
 
 	b.loop = uv_default_loop();
@@ -98,9 +100,8 @@ open_transport(int port, const char *peer_port)
 	tp.self_id = (uint64_t)port;
 	tp.op_timeout_ms = 20000;
 	tp.max_message_size = opt.size + 1;
-	memset(&cbs, 0, sizeof(cbs));
-	cbs.recv = on_recv;
-	if (transport_open(b.loop, &tp, &cbs, &b.t, &err) != 0) {
+	if (transport_open(b.loop, &tp, NULL, NULL, &b.t, &err) != 0 ||
+	    transport_register(b.t, &bench_proto, on_recv, NULL, &err) != 0) {
 		fprintf(stderr, "bench_transport: %s\n", err.msg);
 		return -1;
 	}

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Gossip training against all-reduce, side by side in one run on this
 # machine: 8 gossipd peers on 127.0.0.1 with iid shards in `saps` mode (1%
 # slices) and in `dense` mode (whole model, the in-binary baseline), 8
@@ -39,8 +39,9 @@
 #   RUN_LIMIT [240] seconds before a run is killed and counted as failed
 #   POLL [0.5]      seconds between status polls of the gossipd peers
 #   GOSSIPD_OPTS [] more options for every gossipd (e.g. --select random)
-# Ports: gossipd 26000 + 16 * run + peer, DDP rendezvous 26500 (gloo's own
-# pair sockets take ephemeral ports).
+# Ports: free ones, from tests/fleet.sh: consecutive ones for each gossipd
+# run, one for the DDP rendezvous (gloo's own pair sockets take ephemeral
+# ports).
 # Output in OUTDIR: SYSTEM-evals.csv (every evaluation: time, peer, step,
 # accuracy, bytes sent), SYSTEM-job.csv (the job's mean/min accuracy and
 # mean bytes per peer against time), summary.csv, table.md (also printed);
@@ -64,10 +65,10 @@ systems=${SYSTEMS:-saps dense ddp noniid}
 run_limit=${RUN_LIMIT:-240}
 extra=${GOSSIPD_OPTS:-}
 poll=${POLL:-0.5}
-gossipd=$build/src/gossipd
-gossipctl=$build/src/gossipctl
+FLEET_BUILD=$build
+. "$here/../../tests/fleet.sh"
 
-for f in "$gossipd" "$gossipctl"; do
+for f in "$GOSSIPD" "$GOSSIPCTL"; do
 	if [ ! -x "$f" ]; then
 		echo "gossip.sh: $f not found: run 'make src/gossipd src/gossipctl' in the build directory, or set BUILD" >&2
 		exit 2
@@ -80,88 +81,65 @@ fi
 
 mkdir -p "$out/raw"
 out=$(cd "$out" && pwd)
-# Control sockets need a private directory and a short path.
-ctl=$(mktemp -d /tmp/gossip-bench.XXXXXX)
-chmod 700 "$ctl"
-pids=
-
-stop_all() {
-	# TERM first (gossipd leaves cleanly), KILL what is left after 3 s.
-	[ -n "$pids" ] || return 0
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
-	n=0
-	while [ $n -lt 30 ]; do
-		alive=0
-		for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
-		[ $alive -eq 0 ] && break
-		sleep 0.1
-		n=$((n + 1))
-	done
-	for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
-	for p in $pids; do wait "$p" 2>/dev/null || true; done
-	pids=
-}
-trap 'stop_all; rm -rf "$ctl"' EXIT
 trap 'echo "gossip.sh: interrupted" >&2; exit 130' INT TERM
 
 now() { date +%s.%N; }
 
-# any_alive: 0 while some process of $pids still runs
-any_alive() {
-	for p in $pids; do kill -0 "$p" 2>/dev/null && return 0; done
-	return 1
+# stop_all: TERM first (gossipd leaves cleanly), KILL what is left after 3 s.
+stop_all() {
+	# shellcheck disable=SC2046 # names are single words
+	fleet_stop $(fleet_names)
 }
 
-# reap DIR: wait for every process, write their exit codes to DIR/rc
-reap() {
-	: >"$1/rc"
-	for p in $pids; do
-		rc=0
-		wait "$p" || rc=$?
-		echo "$p $rc" >>"$1/rc"
-	done
-	pids=
-}
-
-# run_gossip NAME RUN_INDEX EXTRA_OPTIONS...
-run_gossip() {
-	name=$1 idx=$2
-	shift 2
-	dir=$out/raw/$name
-	rm -rf "${dir:?}" "${ctl:?}/$name"
-	mkdir -p "$dir"
-	mkdir -m 700 "$ctl/$name"
-	"$gossipctl" keygen "$ctl/$name/key" >/dev/null
-	base=$((26000 + 16 * idx))
-	list=
-	i=0
+# launch EXTRA_OPTIONS...: run $name's gossipd peers on consecutive free
+# ports, up; t0 is when the first was started.
+launch() {
+	local base list= i=0
+	fleet_port base "$npeers"
 	while [ $i -lt "$npeers" ]; do
 		list="$list${list:+,}127.0.0.1:$((base + i))"
 		i=$((i + 1))
 	done
 	echo "== $name: $npeers gossipd peers on 127.0.0.1:$base.., $* ($epochs epochs)" >&2
 	t0=$(now)
+	: >"$dir/pids"
 	i=0
 	while [ $i -lt "$npeers" ]; do
 		mkdir -p "$dir/ckpt$i"
 		# shellcheck disable=SC2086 # GOSSIPD_OPTS is a list of words
-		"$gossipd" -f --listen "127.0.0.1:$((base + i))" --key-file "$ctl/$name/key" \
-			--peers "$list" --shard "$i/$npeers" --control "$ctl/$name/p$i.sock" \
+		fleet_gossipd "p$i" --listen "127.0.0.1:$((base + i))" --key-file "$FLEET_DIR/$name.key" \
+			--peers "$list" --shard "$i/$npeers" \
 			--job "bench-$name" --seed "$seed" --epochs "$epochs" \
 			--eval-every "$eval_every" --eval-samples "$eval_samples" \
 			--density "$density" --interval "$interval" \
 			--checkpoint-dir "$dir/ckpt$i" --checkpoint-every 100000000 \
-			--checkpoint-keep 1 "$@" $extra 2>"$dir/p$i.log" &
-		pids="$pids $!"
-		echo "$i $!" >>"$dir/pids"
+			--checkpoint-keep 1 "$@" $extra
+		echo "$i $(fleet_pid "p$i")" >>"$dir/pids"
 		i=$((i + 1))
 	done
+	i=0
+	while [ $i -lt "$npeers" ]; do
+		fleet_wait_up "p$i" 120 || return
+		i=$((i + 1))
+	done
+}
+
+# run_gossip NAME EXTRA_OPTIONS...
+run_gossip() {
+	name=$1
+	shift
+	dir=$out/raw/$name
+	rm -rf "${dir:?}"
+	mkdir -p "$dir"
+	FLEET_LOGS=$dir
+	fleet_keygen "$FLEET_DIR/$name.key"
+	fleet_up launch "$@"
 	echo "{\"system\":\"$name\",\"kind\":\"gossipd\",\"t0\":$t0,\"peers\":$npeers,\"epochs\":$epochs,\"options\":\"$* $extra\"}" >"$dir/meta.json"
 	# Poll every peer's status (and, as a cross-check, the bytes_sent of
 	# each process's TCP sockets) until all are gone or the limit passes.
 	: >"$dir/status.txt"
 	: >"$dir/ss.txt"
-	while any_alive; do
+	while fleet_any_alive; do
 		if [ "$(echo "$(now) - $t0 > $run_limit" | bc)" = 1 ]; then
 			echo "gossip.sh: $name ran past ${run_limit}s; killing it" >&2
 			echo "timeout" >"$dir/timeout"
@@ -171,7 +149,7 @@ run_gossip() {
 		i=0
 		while [ $i -lt "$npeers" ]; do
 			t=$(now)
-			if st=$("$gossipctl" -s "$ctl/$name/p$i.sock" --json status 2>/dev/null); then
+			if st=$(fleet_ctl "p$i" --json status 2>/dev/null); then
 				echo "$t $i $st" >>"$dir/status.txt"
 			fi
 			i=$((i + 1))
@@ -183,7 +161,7 @@ run_gossip() {
 			END { for (p in s) print t, p, s[p] }' >>"$dir/ss.txt" || true
 		sleep "$poll"
 	done
-	reap "$dir"
+	fleet_reap "$dir/rc"
 }
 
 run_ddp() {
@@ -191,20 +169,23 @@ run_ddp() {
 	dir=$out/raw/$name
 	rm -rf "${dir:?}"
 	mkdir -p "$dir"
-	echo "== $name: $npeers PyTorch DDP workers (gloo) on 127.0.0.1:26500, lr $ddp_lr ($epochs epochs)" >&2
+	FLEET_LOGS=$dir
+	fleet_port port
+	echo "== $name: $npeers PyTorch DDP workers (gloo) on 127.0.0.1:$port, lr $ddp_lr ($epochs epochs)" >&2
 	t0=$(now)
 	r=0
 	while [ $r -lt "$npeers" ]; do
-		OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+		# stdout (the evaluations) to w$r.out, stderr to w$r.log
+		# shellcheck disable=SC2016 # expanded by that sh
+		fleet_start "w$r" sh -c 'exec "$@" >"$0"' "$dir/w$r.out" \
+			env OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
 			"$python" "$here/ddp_torch.py" --rank "$r" --world "$npeers" \
-			--port 26500 --epochs "$epochs" --lr "$ddp_lr" --seed "$seed" \
-			--eval-every "$eval_every" --eval-samples "$eval_samples" \
-			>"$dir/w$r.out" 2>"$dir/w$r.err" &
-		pids="$pids $!"
+			--port "$port" --epochs "$epochs" --lr "$ddp_lr" --seed "$seed" \
+			--eval-every "$eval_every" --eval-samples "$eval_samples"
 		r=$((r + 1))
 	done
 	echo "{\"system\":\"$name\",\"kind\":\"ddp\",\"t0\":$t0,\"peers\":$npeers,\"epochs\":$epochs,\"options\":\"gloo lr $ddp_lr\"}" >"$dir/meta.json"
-	while any_alive; do
+	while fleet_any_alive; do
 		if [ "$(echo "$(now) - $t0 > $run_limit" | bc)" = 1 ]; then
 			echo "gossip.sh: $name ran past ${run_limit}s; killing it" >&2
 			echo "timeout" >"$dir/timeout"
@@ -213,19 +194,17 @@ run_ddp() {
 		fi
 		sleep 0.5
 	done
-	reap "$dir"
+	fleet_reap "$dir/rc"
 }
 
-idx=0
 for s in $systems; do
 	case $s in
-	saps) run_gossip saps $idx --mode saps --partition iid ;;
-	dense) run_gossip dense $idx --mode dense --partition iid ;;
-	noniid) run_gossip noniid $idx --mode saps --partition dirichlet:0.5 ;;
+	saps) run_gossip saps --mode saps --partition iid ;;
+	dense) run_gossip dense --mode dense --partition iid ;;
+	noniid) run_gossip noniid --mode saps --partition dirichlet:0.5 ;;
 	ddp) run_ddp ddp ;;
 	*) echo "gossip.sh: unknown system $s" >&2; exit 2 ;;
 	esac
-	idx=$((idx + 1))
 done
 
 # shellcheck disable=SC2086 # SYSTEMS is a list of words

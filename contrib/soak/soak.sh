@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Churn soak: N real gossipd peers (job key, Fashion-MNIST shards) train
 # together while, at random moments, one is SIGKILLed (and restarted later
 # on its address with --resume), one is SIGSTOPped for a few seconds, a
@@ -22,333 +22,325 @@
 # Usage: contrib/soak/soak.sh [--peers N (8-12, default 8)] [--minutes M
 #   (default 10)] [--build DIR (DIR/src/gossipd and DIR/src/gossipctl, e.g.
 #   an ASan build; default: this tree)] [--seed S] [--target ACC (default
-#   0.80)] [--port BASE (default 26000; BASE to BASE+999 are used)]
-top=$(cd "$(dirname "$0")/../.." && pwd)
-exec /usr/bin/python3 - "$top" "$@" <<'PY'
-import argparse, json, math, os, random, signal, subprocess, sys, tempfile, time
+#   0.80)]
+# Ports are free ones from tests/fleet.sh, which owns every process.
+synopsis="usage: soak.sh [--peers N] [--minutes M] [--build DIR] [--seed S] [--target ACC]"
+usage() {
+	echo "soak.sh: $1" >&2
+	echo "$synopsis" >&2
+	exit 2
+}
+peers=8 minutes=10 build=$(cd "$(dirname "$0")/../.." && pwd) seed=$(date +%s) target=0.80
+while [ $# -gt 0 ]; do
+	case $1 in -h|--help) echo "$synopsis"; exit 0 ;; esac
+	[ $# -ge 2 ] || usage "$1: needs a value"
+	case $1 in
+	--peers) peers=$2 ;;
+	--minutes) minutes=$2 ;;
+	--build) build=$2 ;;
+	--seed) seed=$2 ;;
+	--target) target=$2 ;;
+	*) usage "unknown option $1" ;;
+	esac
+	shift 2
+done
+[[ $peers =~ ^[0-9]+$ ]] && [ "$peers" -ge 8 ] && [ "$peers" -le 12 ] || usage "--peers: 8 to 12"
+[[ $minutes =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v m="$minutes" 'BEGIN { exit !(m > 0) }' ||
+	usage "--minutes: must be above 0"
+[[ $seed =~ ^[0-9]+$ ]] || usage "--seed: a whole number"
+[[ $target =~ ^[0-9]*\.?[0-9]+$ ]] || usage "--target: a number"
+for f in gossipd gossipctl; do [ -x "$build/src/$f" ] || usage "--build: no executable $build/src/$f"; done
+FLEET_BUILD=$(cd "$build" && pwd)
+# The logs, checkpoints and events.log are the soak's result.
+FLEET_KEEP=1
+. "$(dirname "$0")/../../tests/fleet.sh"
+[ -f "$FLEET_DATA/train-images-idx3-ubyte.gz" ] ||
+	{ echo "soak: Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)" >&2; exit 1; }
+trap 'echo "soak: interrupted"; exit 130' INT
 
-top = sys.argv[1]
-ap = argparse.ArgumentParser(prog="soak.sh")
-ap.add_argument("--peers", type=int, default=8)
-ap.add_argument("--minutes", type=float, default=10)
-ap.add_argument("--build", default=top)
-ap.add_argument("--seed", type=int, default=int(time.time()))
-ap.add_argument("--target", type=float, default=0.80)
-ap.add_argument("--port", type=int, default=26000)
-a = ap.parse_args(sys.argv[2:])
-if not 8 <= a.peers <= 12:
-    ap.error("--peers: 8 to 12")
-if a.minutes <= 0:
-    ap.error("--minutes: must be above 0")
-GOSSIPD = os.path.join(os.path.abspath(a.build), "src/gossipd")
-GOSSIPCTL = os.path.join(os.path.abspath(a.build), "src/gossipctl")
-for f in (GOSSIPD, GOSSIPCTL):
-    if not os.access(f, os.X_OK):
-        ap.error(f"--build: no executable {f}")
-DATA = "/usr/share/datasets/fashion-mnist"
-if not os.path.exists(f"{DATA}/train-images-idx3-ubyte.gz"):
-    sys.exit("soak: Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)")
-
-N, MIN_LIVE, MAX_PEERS = a.peers, math.ceil(a.peers / 2), a.peers + 4
-LEAVE_TIMEOUT = 2.0                  # gossipd's leave_timeout default, seconds
-SETTLE = 90                          # longest wait for the end checks
-rnd = random.Random(a.seed)
-D = tempfile.mkdtemp(prefix="gossipd-soak.")
-print(f"soak: seed {a.seed}, logs in {D}", flush=True)
-subprocess.run([GOSSIPCTL, "keygen", f"{D}/key"], check=True, stdout=subprocess.DEVNULL)
-events = open(f"{D}/events.log", "w")
-t0 = time.monotonic()
-count = dict(kills=0, stops=0, restarts=0, joins=0, leaves=0, hangs=0, crashes=0)
-
-
-def note(msg):
-    events.write(f"{time.monotonic() - t0:8.2f} {msg}\n")
-    events.flush()
-
-
-class Peer:
-    """One address (slot); proc is its current process, if any."""
-    def __init__(self, slot):
-        self.slot, self.addr = slot, f"127.0.0.1:{a.port + slot}"
-        self.name, self.sock = f"p{slot}", f"{D}/p{slot}.sock"
-        self.proc, self.runs, self.expect, self.ready, self.misses = None, 0, None, False, 0
-        self.stopped_until = self.leave_deadline = self.restart_at = None
-        self.seed_of, self.seed_until = None, 0.0
-
-    def start(self, how):
-        self.runs += 1
-        args = [GOSSIPD, "--foreground", "--listen", self.addr, "--key-file", f"{D}/key",
-                "--shard", f"{self.slot % N}/{N}", "--control", self.sock,
-                "--checkpoint-dir", f"{D}/{self.name}.ckpt", "--checkpoint-every", "100",
-                "--epochs", str(EPOCHS), "--linger", "yes", "--eval-every", "100",
-                "--eval-samples", "2000", "--seed", str(a.seed % 1000 + 1)] + how
-        log = open(f"{D}/{self.name}.{self.runs}.log", "w")
-        # A session of its own: a Ctrl-C on the terminal is for the soak only.
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        log.close()
-        self.expect, self.ready, self.misses = None, False, 0
-        note(f"start {self.name} run {self.runs} pid {self.proc.pid}: {' '.join(how)}")
-
-    def up(self):
-        """Whether this run serves its control socket. The socket file appears
-        before the fabric endpoint is open (about 2 s with 8 peers starting on
-        2 cores), and requests wait in its backlog until then: the log line
-        written just before the event loop starts says when."""
-        if not self.ready and self.proc is not None:
-            with open(f"{D}/{self.name}.{self.runs}.log", errors="replace") as f:
-                text = f.read()
-            self.ready = ", control socket " in text or "joining through" in text
-        return self.ready
-
-    def live(self):
-        return (self.proc is not None and self.expect is None and self.stopped_until is None
-                and self.up())
-
-
-peers = []
-slots = iter(range(1000))
-# An epoch of a 1/N shard every 2/3 s: more than 8 peers on 2 cores
-# train, so they train through the whole soak (--linger covers the rest);
+N=$peers MIN_LIVE=$(((peers + 1) / 2)) MAX_PEERS=$((peers + 4))
+LEAVE_TIMEOUT=2 # gossipd's leave_timeout default, seconds
+SETTLE=90       # longest wait for the end checks, seconds
+# An epoch of a 1/N shard every 2/3 s: more than 8 peers on 2 cores train,
+# so they train through the whole soak (--linger covers the rest);
 # evaluations every 100 steps keep each peer's accuracy current.
-EPOCHS = math.ceil(a.minutes * 90)
+EPOCHS=$(awk -v m="$minutes" 'BEGIN { e = m * 90; print (e == int(e)) ? e : int(e) + 1 }')
+COMMON=(--checkpoint-every 100 --epochs "$EPOCHS" --linger yes --eval-every 100
+	--eval-samples 2000 --seed $((seed % 1000 + 1)))
+RANDOM=$seed
+echo "soak: seed $seed, logs in $FLEET_DIR"
+fleet_keygen "$FLEET_DIR/key"
+EVENTS=$FLEET_DIR/events.log
+: >"$EVENTS"
+T0=$(fleet_now)
+kills=0 stops=0 restarts=0 joins=0 leaves=0 hangs=0 crashes=0
 
+# Per slot S (an address; a process p S.RUN on it at a time):
+declare -A ADDR=() RUNS=() CUR=() EXPECT=() READY=() MISSES=() STOP_UNTIL=() LEAVE_BY=()
+declare -A RESTART_AT=() SEED_OF=() SEED_UNTIL=()
+SLOTS=0
 
-def ctl(p, *cmd, timeout=2.0):
-    """Reply of gossipctl --json, or None if none came within timeout."""
-    try:
-        r = subprocess.run([GOSSIPCTL, "-s", p.sock, "--json", *cmd], capture_output=True,
-                           text=True, timeout=timeout)
-        return json.loads(r.stdout) if r.returncode == 0 else None
-    except (subprocess.TimeoutExpired, ValueError):
-        return None
+note() { printf '%8.2f %s\n' "$(fleet_since "$T0")" "$*" >>"$EVENTS"; }
+# uniform A B: a moment A to B seconds from now, in microseconds.
+uniform() { echo $(($(fleet_now) + $1 * 1000000 + ((RANDOM << 15 | RANDOM) % (($2 - $1) * 1000000)))); }
+ctl() { timeout 2 "$GOSSIPCTL" -s "$FLEET_DIR/p$1.sock" --json "${@:2}" 2>/dev/null; }
 
+# start S ARGS...: the next run on slot S.
+start() {
+	local s=$1
+	shift
+	RUNS[$s]=$((${RUNS[$s]:-0} + 1))
+	CUR[$s]=p$s.${RUNS[$s]}
+	fleet_gossipd "${CUR[$s]}" --listen "${ADDR[$s]}" --key-file "$FLEET_DIR/key" --shard "$((s % N))/$N" \
+		--control "$FLEET_DIR/p$s.sock" --checkpoint-dir "$FLEET_DIR/p$s.ckpt" "${COMMON[@]}" "$@"
+	EXPECT[$s]= READY[$s]= MISSES[$s]=0
+	note "start p$s run ${RUNS[$s]} pid $(fleet_pid "${CUR[$s]}"): $*"
+}
 
-def live():
-    return [p for p in peers if p.live()]
+# up S: whether its run serves its control socket. The socket file appears
+# before the fabric endpoint is open (about 2 s with 8 peers starting on 2
+# cores), and requests wait in its backlog until then: the log line written
+# just before the event loop starts says when.
+up() {
+	[ -n "${READY[$1]}" ] && return
+	[ -n "${CUR[$1]}" ] && grep -Eqs ', control socket |joining through' "$FLEET_LOGS/${CUR[$1]}.log" &&
+		READY[$1]=1
+}
+live() { [ -n "${CUR[$1]}" ] && [ -z "${EXPECT[$1]}${STOP_UNTIL[$1]}" ] && up "$1"; }
+lives() {
+	local s
+	for ((s = 0; s < SLOTS; s++)); do live $s && echo $s; done
+}
 
+# reap: notices exits; those asked for end the process, the others are crashes.
+reap() {
+	local s pid rc
+	for ((s = 0; s < SLOTS; s++)); do
+		[ -n "${CUR[$s]}" ] || continue
+		pid=$(fleet_pid "${CUR[$s]}")
+		fleet_alive "$pid" && continue
+		rc=0
+		fleet_wait_exit "${CUR[$s]}" 1 2>/dev/null || rc=$?
+		if [ "${EXPECT[$s]}" = kill ]; then
+			note "p$s killed (rc $rc)"
+		elif [ "${EXPECT[$s]}" = leave ] && [ $rc = 0 ]; then
+			note "p$s left"
+		else
+			crashes=$((crashes + 1))
+			note "CRASH p$s run ${RUNS[$s]} pid $pid: exit $rc (asked: ${EXPECT[$s]:-None})"
+		fi
+		CUR[$s]= STOP_UNTIL[$s]= LEAVE_BY[$s]=
+	done
+}
 
-def cleanup(*_):
-    for p in peers:
-        if p.proc is not None and p.proc.poll() is None:
-            p.proc.send_signal(signal.SIGCONT)
-            p.proc.kill()
-            p.proc.wait()
+# poll_status: every running, unstopped peer must answer status within 2 s;
+# asked all at once.
+poll_status() {
+	local s i rc pids=() slots=()
+	for s in $(lives); do
+		timeout 2 "$GOSSIPCTL" -s "$FLEET_DIR/p$s.sock" status >/dev/null 2>&1 &
+		pids+=($!)
+		slots+=("$s")
+	done
+	for i in "${!pids[@]}"; do
+		s=${slots[i]}
+		rc=0
+		wait "${pids[i]}" || rc=$?
+		if [ $rc != 124 ]; then
+			MISSES[$s]=0
+		elif live "$s" && fleet_alive "$(fleet_pid "${CUR[$s]}")"; then
+			MISSES[$s]=$((MISSES[$s] + 1))
+			# One miss can be the host: on 2 cores, a dozen ASan peers
+			# starve every loop now and then (load 39 measured). A stuck
+			# loop misses every poll.
+			note "$([ "${MISSES[$s]}" = 2 ] && echo HANG || echo slow) p$s pid $(fleet_pid "${CUR[$s]}"):" \
+				"no status within 2 s, ${MISSES[$s]} polls in a row (load $(cut -d' ' -f1 /proc/loadavg))"
+			[ "${MISSES[$s]}" = 2 ] && hangs=$((hangs + 1))
+		fi
+	done
+}
 
+# seeding S NOW: whether a joiner is still joining through S (for at most 30 s).
+seeding() {
+	local j
+	for ((j = 0; j < SLOTS; j++)); do
+		[ "${SEED_OF[$j]:-}" = "$1" ] && [ -n "${CUR[$j]}" ] && [ "$2" -lt "${SEED_UNTIL[$j]}" ] || continue
+		grep -qs "member: joined the job" "$FLEET_LOGS/${CUR[$j]}.log" || return 0
+		SEED_OF[$j]=
+	done
+	return 1
+}
 
-def reap(now):
-    """Notices exits: those asked for end the process, the others are crashes."""
-    for p in peers:
-        if p.proc is None or (rc := p.proc.poll()) is None:
-            continue
-        if p.expect == "kill":
-            note(f"{p.name} killed (rc {rc})")
-        elif p.expect == "leave" and rc == 0:
-            note(f"{p.name} left")
-        else:
-            count["crashes"] += 1
-            note(f"CRASH {p.name} run {p.runs} pid {p.proc.pid}: exit {rc} (asked: {p.expect})")
-        p.proc, p.stopped_until, p.leave_deadline = None, None, None
+# A slot for a new peer, on a port of its own.
+new_slot() {
+	local port
+	fleet_port port
+	ADDR[$SLOTS]=127.0.0.1:$port
+	SLOTS=$((SLOTS + 1))
+}
 
+chaos() {
+	local now=$1 acts=() lv s running=0 act j
+	mapfile -t lv < <(lives)
+	[ ${#lv[@]} -gt $MIN_LIVE ] && acts+=(kill stop leave)
+	for ((s = 0; s < SLOTS; s++)); do [ -n "${CUR[$s]}" ] && running=$((running + 1)); done
+	[ $running -lt $MAX_PEERS ] && acts+=(join)
+	[ ${#acts[@]} -gt 0 ] || return 0
+	act=${acts[RANDOM % ${#acts[@]}]}
+	# A member that a joiner is still joining through stays as it is: the
+	# joiner knows no other (a daemon that loses its only seed trains alone).
+	if [ "$act" != join ]; then
+		mapfile -t lv < <(for s in "${lv[@]}"; do seeding "$s" "$now" || echo "$s"; done)
+	fi
+	[ ${#lv[@]} -gt 0 ] || return 0
+	s=${lv[RANDOM % ${#lv[@]}]}
+	case $act in
+	kill)
+		EXPECT[$s]=kill
+		fleet_kill KILL "${CUR[$s]}"
+		kills=$((kills + 1))
+		RESTART_AT[$s]=$(uniform 3 15)
+		note "kill -9 p$s"
+		;;
+	stop)
+		fleet_kill STOP "${CUR[$s]}"
+		STOP_UNTIL[$s]=$(uniform 1 6)
+		stops=$((stops + 1))
+		note "stop p$s"
+		;;
+	leave)
+		EXPECT[$s]=leave
+		LEAVE_BY[$s]=$((now + (LEAVE_TIMEOUT + 5) * 1000000))
+		leaves=$((leaves + 1))
+		note "leave p$s: $(ctl "$s" leave || echo None)"
+		;;
+	join)
+		j=$SLOTS
+		new_slot
+		start "$j" --join "${ADDR[$s]}"
+		SEED_OF[$j]=$s SEED_UNTIL[$j]=$((now + 30000000))
+		joins=$((joins + 1))
+		;;
+	esac
+}
 
-def poll_status():
-    """Every running, unstopped peer must answer status within 2 s; asked in parallel."""
-    asked = [(p, subprocess.Popen([GOSSIPCTL, "-s", p.sock, "status"], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)) for p in live()]
-    end = time.monotonic() + 2.0
-    for p, c in asked:
-        try:
-            c.wait(timeout=max(0.0, end - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            c.kill()
-            c.wait()
-            if p.proc is not None and p.proc.poll() is None and p.live():
-                p.misses += 1
-                # One miss can be the host: on 2 cores, a dozen ASan peers
-                # starve every loop now and then (load 39 measured). A
-                # stuck loop misses every poll.
-                note(f"{'HANG' if p.misses == 2 else 'slow'} {p.name} pid {p.proc.pid}: "
-                     f"no status within 2 s, {p.misses} polls in a row "
-                     f"(load {os.getloadavg()[0]:.1f})")
-                count["hangs"] += p.misses == 2
-        else:
-            p.misses = 0
+housekeeping() {
+	local now=$1 s via ck
+	for ((s = 0; s < SLOTS; s++)); do
+		if [ -n "${STOP_UNTIL[$s]}" ] && [ "$now" -ge "${STOP_UNTIL[$s]}" ]; then
+			fleet_kill CONT "${CUR[$s]}"
+			STOP_UNTIL[$s]=
+			note "cont p$s"
+		fi
+		if [ -n "${LEAVE_BY[$s]}" ] && [ -n "${CUR[$s]}" ] && [ "$now" -gt "${LEAVE_BY[$s]}" ]; then
+			hangs=$((hangs + 1))
+			note "HANG p$s: still running $((LEAVE_TIMEOUT + 5)) s after leave"
+			EXPECT[$s]=kill
+			LEAVE_BY[$s]=
+			fleet_kill KILL "${CUR[$s]}"
+		fi
+		if [ -n "${RESTART_AT[$s]:-}" ] && [ -z "${CUR[$s]}" ] && [ "$now" -ge "${RESTART_AT[$s]}" ]; then
+			# Back on its address, from its newest checkpoint and knowing
+			# every running member; killed before its first checkpoint, as
+			# a joiner.
+			mapfile -t via < <(lives)
+			[ ${#via[@]} -gt 0 ] || continue
+			RESTART_AT[$s]=
+			ck=$FLEET_DIR/p$s.ckpt
+			if compgen -G "$ck/ckpt-*" >/dev/null; then
+				start "$s" --resume --peers "$(for v in "${via[@]}"; do printf '%s,' "${ADDR[$v]}"; done)${ADDR[$s]}"
+			else
+				v=${via[RANDOM % ${#via[@]}]}
+				start "$s" --join "${ADDR[$v]}"
+				SEED_OF[$s]=$v SEED_UNTIL[$s]=$((now + 30000000))
+			fi
+			restarts=$((restarts + 1))
+		fi
+	done
+}
 
+# end_checks: until SETTLE s, each running peer's last evaluation >= target,
+# none held dead. Sets END_LIVE, BELOW and STALE.
+end_checks() {
+	local start now s addrs waited=
+	start=$(fleet_now)
+	while true; do
+		now=$(fleet_now)
+		reap
+		housekeeping "$now"
+		mapfile -t END_LIVE < <(lives)
+		addrs=$(for s in "${END_LIVE[@]}"; do printf '"%s",' "${ADDR[$s]}"; done)
+		BELOW=() STALE=()
+		for s in "${END_LIVE[@]}"; do
+			mapfile -t -O ${#BELOW[@]} BELOW < <( (ctl "$s" status || echo null) |
+				fleet_json 'select(. == null or (.accuracy // -1) < $t) | "p'"$s"':\(.accuracy)"' \
+					--argjson t "$target")
+			mapfile -t -O ${#STALE[@]} STALE < <(ctl "$s" peers | fleet_json \
+				'.peers[] | select(.state == "dead" and (.addr as $x | any($a[]; . == $x)))
+				| "p'"$s"' holds \(.addr) dead"' --argjson a "[${addrs%,}]")
+		done
+		if [ ${#BELOW[@]} = 0 ] && [ ${#STALE[@]} = 0 ] || [ $((now - start)) -gt $((SETTLE * 1000000)) ]; then
+			note "end checks after $(printf %.0f "$(fleet_since "$start")") s: ${#END_LIVE[@]} peers," \
+				"below target [${BELOW[*]}], stale dead [${STALE[*]}]"
+			return
+		fi
+		if [ -z "$waited" ]; then
+			note "end checks waiting: below target [${BELOW[*]}], stale dead [${STALE[*]}]"
+			waited=1
+		fi
+		sleep 2
+	done
+}
 
-def chaos(now):
-    lv = live()
-    acts = []
-    if len(lv) > MIN_LIVE:
-        acts += ["kill", "stop", "leave"]
-    if sum(p.proc is not None for p in peers) < MAX_PEERS:
-        acts.append("join")
-    if not acts:
-        return
-    act = rnd.choice(acts)
-    # A member that a joiner is still joining through stays as it is: the
-    # joiner knows no other (a daemon that loses its only seed trains alone).
-    lv = [p for p in lv if not seeding(p, now)] if act != "join" else lv
-    if not lv:
-        return
-    p = rnd.choice(lv)
-    if act == "kill":
-        p.expect = "kill"
-        p.proc.kill()
-        count["kills"] += 1
-        p.restart_at = now + rnd.uniform(3, 15)
-        note(f"kill -9 {p.name}")
-    elif act == "stop":
-        p.proc.send_signal(signal.SIGSTOP)
-        p.stopped_until = now + rnd.uniform(1, 6)
-        count["stops"] += 1
-        note(f"stop {p.name}")
-    elif act == "leave":
-        p.expect = "leave"
-        p.leave_deadline = now + LEAVE_TIMEOUT + 5
-        count["leaves"] += 1
-        note(f"leave {p.name}: {ctl(p, 'leave')}")
-    else:
-        j = Peer(next(slots))
-        peers.append(j)
-        j.start(["--join", p.addr])
-        j.seed_of, j.seed_until = p, now + 30
-        count["joins"] += 1
-
-
-def seeding(p, now):
-    """Whether a joiner is still joining through p (for at most 30 s)."""
-    for j in peers:
-        if j.seed_of is p and j.proc is not None and now < j.seed_until:
-            with open(f"{D}/{j.name}.{j.runs}.log", errors="replace") as f:
-                if "member: joined the job" not in f.read():
-                    return True
-            j.seed_of = None
-    return False
-
-
-def housekeeping(now):
-    for p in peers:
-        if p.stopped_until is not None and now >= p.stopped_until:
-            p.proc.send_signal(signal.SIGCONT)
-            p.stopped_until = None
-            note(f"cont {p.name}")
-        if p.leave_deadline is not None and p.proc is not None and now > p.leave_deadline:
-            count["hangs"] += 1
-            note(f"HANG {p.name}: still running {LEAVE_TIMEOUT + 5:.0f} s after leave")
-            p.expect = "kill"
-            p.proc.kill()
-        if p.restart_at is not None and p.proc is None and now >= p.restart_at:
-            # Back on its address, from its newest checkpoint and knowing every
-            # running member; killed before its first checkpoint, as a joiner.
-            ck = f"{D}/{p.name}.ckpt"
-            via = live()
-            if not via:
-                continue
-            p.restart_at = None
-            if os.path.isdir(ck) and any(f.startswith("ckpt-") for f in os.listdir(ck)):
-                p.start(["--resume", "--peers", ",".join([q.addr for q in via] + [p.addr])])
-            else:
-                seed = rnd.choice(via)
-                p.start(["--join", seed.addr])
-                p.seed_of, p.seed_until = seed, now + 30
-            count["restarts"] += 1
-
-
-def end_checks():
-    """Until SETTLE s: each running peer's last evaluation >= target, none held dead."""
-    start = time.monotonic()
-    deadline, waited = start + SETTLE, False
-    while True:
-        now = time.monotonic()
-        reap(now)
-        housekeeping(now)
-        lv = [p for p in peers if p.live()]
-        addrs = {p.addr for p in lv}
-        below, stale = [], []
-        for p in lv:
-            st = ctl(p, "status")
-            if st is None or st.get("accuracy", -1) < a.target:
-                below.append(f"{p.name}:{st and st.get('accuracy')}")
-            view = ctl(p, "peers")
-            for e in (view or {}).get("peers", []):
-                if e["addr"] in addrs and e["state"] == "dead":
-                    stale.append(f"{p.name} holds {e['addr']} dead")
-        if (not below and not stale) or now > deadline:
-            note(f"end checks after {now - start:.0f} s: {len(lv)} peers, "
-                 f"below target {below}, stale dead {stale}")
-            return lv, below, stale
-        if not waited:
-            note(f"end checks waiting: below target {below}, stale dead {stale}")
-            waited = True
-        time.sleep(2)
-
-
-def main():
-    addrs = []
-    for _ in range(N):
-        p = Peer(next(slots))
-        peers.append(p)
-        addrs.append(p.addr)
-    for p in peers:
-        p.start(["--peers", ",".join(addrs)])
-    for p in peers:
-        while not p.up():
-            if p.proc.poll() is not None or time.monotonic() - t0 > 60:
-                sys.exit(f"soak: {p.name} did not start; see {D}/{p.name}.1.log")
-            time.sleep(0.1)
-    end = time.monotonic() + a.minutes * 60
-    next_chaos = time.monotonic() + rnd.uniform(2, 6)
-    while time.monotonic() < end:
-        now = time.monotonic()
-        reap(now)
-        housekeeping(now)
-        if now >= next_chaos:
-            chaos(now)
-            next_chaos = now + rnd.uniform(1, 6)
-        poll_status()
-        time.sleep(max(0.0, 1.0 - (time.monotonic() - now)))
-    # No more chaos: the stopped continue, the killed come back.
-    for p in peers:
-        if p.stopped_until is not None:
-            p.stopped_until = time.monotonic()
-        if p.restart_at is not None:
-            p.restart_at = time.monotonic()
-    settle_end = time.monotonic() + 2 * LEAVE_TIMEOUT + 10
-    while time.monotonic() < settle_end:
-        reap(time.monotonic())
-        housekeeping(time.monotonic())
-        poll_status()
-        time.sleep(1)
-    lv, below, stale = end_checks()
-    for b in below:
-        note(f"BELOW-TARGET {b}")
-    for s in stale:
-        note(f"STALE-DEAD {s}")
-    sanitizer = 0
-    for f in sorted(os.listdir(D)):
-        if f.endswith(".log") and f != "events.log":
-            for line in open(f"{D}/{f}", errors="replace"):
-                if "ERROR: AddressSanitizer" in line or "ERROR: LeakSanitizer" in line \
-                        or "runtime error:" in line:
-                    sanitizer += 1
-                    note(f"SANITIZER {f}: {line.strip()}")
-    c = count
-    bad = c["hangs"] + c["crashes"] + sanitizer + len(below) + len(stale)
-    print(f"soak: {a.minutes * 60:.0f} s, {N} peers, {c['kills']} kills, {c['stops']} stops, "
-          f"{c['restarts']} restarts, {c['joins']} joins, {c['leaves']} leaves; "
-          f"hangs {c['hangs']}, crashes {c['crashes']}, sanitizer {sanitizer}, "
-          f"below-target {len(below)}, stale-dead {len(stale)}, {len(lv)} peers at the end: "
-          f"{'FAIL' if bad else 'PASS'} (logs and events.log in {D})", flush=True)
-    return 1 if bad else 0
-
-
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
-try:
-    rc = main()
-except KeyboardInterrupt:
-    print("soak: interrupted", flush=True)
-    rc = 130
-finally:
-    cleanup()
-sys.exit(rc)
-PY
+for ((i = 0; i < N; i++)); do
+	names+=" p$i.1"
+	FLEET_ARGS[p$i.1]="--control $FLEET_DIR/p$i.sock --checkpoint-dir $FLEET_DIR/p$i.ckpt"
+done
+fleet_job "$names" "${COMMON[@]}"
+for ((i = 0; i < N; i++)); do
+	ADDR[$i]=127.0.0.1:${FLEET_PORT[p$i.1]}
+	RUNS[$i]=1 CUR[$i]=p$i.1 READY[$i]=1 MISSES[$i]=0
+	note "start p$i run 1 pid $(fleet_pid "p$i.1"): --peers (all $N)"
+done
+SLOTS=$N
+end=$(($(fleet_now) + $(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 * 1000000 }')))
+next_chaos=$(uniform 2 6)
+while [ "$(fleet_now)" -lt $end ]; do
+	now=$(fleet_now)
+	reap
+	housekeeping "$now"
+	if [ "$now" -ge "$next_chaos" ]; then
+		chaos "$now"
+		next_chaos=$(uniform 1 6)
+	fi
+	poll_status
+	left=$((now + 1000000 - $(fleet_now)))
+	[ $left -gt 0 ] && sleep "$(printf '0.%06d' $left)"
+done
+# No more chaos: the stopped continue, the killed come back.
+for ((s = 0; s < SLOTS; s++)); do
+	[ -n "${STOP_UNTIL[$s]}" ] && STOP_UNTIL[$s]=$(fleet_now)
+	[ -n "${RESTART_AT[$s]:-}" ] && RESTART_AT[$s]=$(fleet_now)
+done
+settle_end=$(($(fleet_now) + (2 * LEAVE_TIMEOUT + 10) * 1000000))
+while [ "$(fleet_now)" -lt $settle_end ]; do
+	reap
+	housekeeping "$(fleet_now)"
+	poll_status
+	sleep 1
+done
+end_checks
+for b in "${BELOW[@]}"; do note "BELOW-TARGET $b"; done
+for s in "${STALE[@]}"; do note "STALE-DEAD $s"; done
+sanitizer=0
+while IFS= read -r line; do
+	sanitizer=$((sanitizer + 1))
+	note "SANITIZER ${line#"$FLEET_DIR/"}"
+done < <(cd "$FLEET_DIR" && grep -E 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:' \
+	$(ls ./*.log | grep -v '^./events.log$') /dev/null | sed 's|^\./\([^:]*\):|\1: |')
+bad=$((hangs + crashes + sanitizer + ${#BELOW[@]} + ${#STALE[@]}))
+printf 'soak: %.0f s, %d peers, %d kills, %d stops, %d restarts, %d joins, %d leaves; hangs %d, crashes %d, sanitizer %d, below-target %d, stale-dead %d, %d peers at the end: %s (logs and events.log in %s)\n' \
+	"$(awk -v m="$minutes" 'BEGIN { print m * 60 }')" "$N" $kills $stops $restarts $joins $leaves \
+	$hangs $crashes $sanitizer ${#BELOW[@]} ${#STALE[@]} ${#END_LIVE[@]} \
+	"$([ $bad = 0 ] && echo PASS || echo FAIL)" "$FLEET_DIR"
+[ $bad = 0 ]

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Heterogeneous-network testbed: N peers, each in its own network namespace,
 # linked by veth pairs to one bridge that lives in a hub namespace of its own,
 # every link shaped with tc (tbf or htb; netem is not needed). Runs one job
@@ -186,10 +186,10 @@ if [ -n "$cpu" ]; then
 		exit 2
 	fi
 fi
-gossipd=$(cd "$build" && pwd)/src/gossipd
-gossipctl=$(cd "$build" && pwd)/src/gossipctl
+FLEET_BUILD=$(cd "$build" && pwd)
+. "$here/../../tests/fleet.sh"
 if [ "$job" = gossip ]; then
-	for f in "$gossipd" "$gossipctl"; do
+	for f in "$GOSSIPD" "$GOSSIPCTL"; do
 		[ -x "$f" ] && continue
 		echo "testbed.sh: $f not found: make src/gossipd src/gossipctl, or set BUILD" >&2
 		exit 2
@@ -201,12 +201,10 @@ out=$(cd "$out" && pwd)
 dir=$out/raw/$name
 rm -rf "${dir:?}"
 mkdir -p "$dir"
+FLEET_LOGS=$dir
 # Unique names, so two testbeds (or a crashed one) never collide.
 tag=tb$$
 hub=$tag-hub
-ctl=$(mktemp -d /tmp/testbed.XXXXXX)
-chmod 700 "$ctl"
-pids=
 made=
 cgs=
 
@@ -229,16 +227,8 @@ cg_kill() {
 teardown() {
 	set +e
 	# Our own processes: TERM (gossipd leaves cleanly), KILL after 3 s.
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	n=0
-	while [ $n -lt 30 ]; do
-		alive=0
-		for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
-		[ $alive -eq 0 ] && break
-		sleep 0.1
-		n=$((n + 1))
-	done
-	for p in $pids; do kill -9 "$p" 2>/dev/null; done
+	# shellcheck disable=SC2046 # names are single words
+	fleet_stop $(fleet_names)
 	# Anything else still inside our namespaces was started by us too.
 	for s in $made; do
 		for p in $(ip netns pids "$s" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
@@ -247,8 +237,6 @@ teardown() {
 	for c in $cgs; do
 		cg_kill "$c"
 	done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	pids=
 	for s in $made; do ip netns del "$s" 2>/dev/null; done
 	made=
 	# The cgroups, once empty: a killed process leaves its cgroup only when
@@ -267,7 +255,7 @@ teardown() {
 		done
 	done
 	cgs=
-	rm -rf "$ctl"
+	fleet_teardown
 }
 trap teardown EXIT
 trap 'echo "testbed.sh: interrupted" >&2; exit 130' INT TERM HUP
@@ -381,11 +369,6 @@ fi
 } >"$dir/shaping.txt"
 
 # --- job -------------------------------------------------------------------
-any_alive() {
-	for p in $pids; do kill -0 "$p" 2>/dev/null && return 0; done
-	return 1
-}
-
 list=
 i=0
 while [ $i -lt "$npeers" ]; do
@@ -396,21 +379,19 @@ done
 t0=$(now)
 : >"$dir/pids"
 if [ "$job" = gossip ]; then
-	"$gossipctl" keygen "$ctl/key" >/dev/null
+	fleet_keygen "$FLEET_DIR/key"
 	echo "== $name: $npeers gossipd peers in namespaces, $* ($epochs epochs)" >&2
 	i=0
 	while [ $i -lt "$npeers" ]; do
 		mkdir -p "$dir/ckpt$i"
-		sh -c "$incg" sh "$(cg $i)" \
-			ip netns exec "$(ns $i)" "$gossipd" -f --listen "$(addr $i):$port" \
-			--key-file "$ctl/key" --peers "$list" --shard "$i/$npeers" \
-			--control "$ctl/p$i.sock" --job "tb-$name" --seed "$seed" \
+		fleet_start "p$i" sh -c "$incg" sh "$(cg $i)" \
+			ip netns exec "$(ns $i)" "$GOSSIPD" -f --listen "$(addr $i):$port" \
+			--key-file "$FLEET_DIR/key" --peers "$list" --shard "$i/$npeers" \
+			--control "$FLEET_DIR/p$i.sock" --job "tb-$name" --seed "$seed" \
 			--epochs "$epochs" --eval-every "$eval_every" \
 			--eval-samples "$eval_samples" --checkpoint-dir "$dir/ckpt$i" \
-			--checkpoint-every 100000000 --checkpoint-keep 1 "$@" \
-			2>"$dir/p$i.log" &
-		pids="$pids $!"
-		echo "$i $!" >>"$dir/pids"
+			--checkpoint-every 100000000 --checkpoint-keep 1 "$@"
+		echo "$i $(fleet_pid "p$i")" >>"$dir/pids"
 		i=$((i + 1))
 	done
 	kind=gossipd
@@ -419,16 +400,16 @@ else
 	echo "== $name: $npeers PyTorch DDP workers (gloo) in namespaces, lr $ddp_lr ($epochs epochs)" >&2
 	r=0
 	while [ $r -lt "$npeers" ]; do
-		TB_INIT="tcp://$(addr 0):$port" GLOO_SOCKET_IFNAME=eth0 \
+		# stdout (the evaluations) to w$r.out, stderr to w$r.log
+		fleet_start "w$r" env TB_INIT="tcp://$(addr 0):$port" GLOO_SOCKET_IFNAME=eth0 \
 			OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
 			sh -c "$incg" sh "$(cg $r)" \
-			ip netns exec "$(ns $r)" "$python" "$here/ddp_ns.py" \
+			ip netns exec "$(ns $r)" sh -c 'exec "$@" >"$0"' "$dir/w$r.out" \
+			"$python" "$here/ddp_ns.py" \
 			--rank "$r" --world "$npeers" --port "$port" --epochs "$epochs" \
 			--lr "$ddp_lr" --seed "$seed" --eval-every "$eval_every" \
-			--eval-samples "$eval_samples" \
-			>"$dir/w$r.out" 2>"$dir/w$r.err" &
-		pids="$pids $!"
-		echo "$r $!" >>"$dir/pids"
+			--eval-samples "$eval_samples"
+		echo "$r $(fleet_pid "w$r")" >>"$dir/pids"
 		r=$((r + 1))
 	done
 	kind=ddp
@@ -441,7 +422,7 @@ printf '{"system":"%s","kind":"%s","t0":%s,"peers":%d,"epochs":%s,"options":"%s"
 : >"$dir/links.txt"
 last_links=0
 timeout=0
-while any_alive; do
+while fleet_any_alive; do
 	t=$(now)
 	if [ "$(echo "$t - $t0 > $limit" | bc)" = 1 ]; then
 		echo "testbed.sh: $name ran past ${limit}s; stopping it" >&2
@@ -454,11 +435,11 @@ while any_alive; do
 		[ "$links" = 1 ] && last_links=$t
 		i=0
 		while [ $i -lt "$npeers" ]; do
-			if st=$("$gossipctl" -s "$ctl/p$i.sock" --json status 2>/dev/null); then
+			if st=$(fleet_ctl "p$i" --json status 2>/dev/null); then
 				echo "$(now) $i $st" >>"$dir/status.txt"
 			fi
 			if [ "$links" = 1 ] &&
-			    st=$("$gossipctl" -s "$ctl/p$i.sock" --json peers 2>/dev/null); then
+			    st=$(fleet_ctl "p$i" --json peers 2>/dev/null); then
 				echo "$(now) $i $st" >>"$dir/links.txt"
 			fi
 			i=$((i + 1))
@@ -469,14 +450,7 @@ done
 
 # Exit codes, as gossip.sh records them.
 : >"$dir/rc"
-if [ $timeout -eq 0 ]; then
-	for p in $pids; do
-		rc=0
-		wait "$p" || rc=$?
-		echo "$p $rc" >>"$dir/rc"
-	done
-	pids=
-fi
+[ $timeout -eq 1 ] || fleet_reap "$dir/rc"
 teardown
 trap - EXIT
 

@@ -17,16 +17,48 @@
 #ifndef GOSSIPD_CONTROL_H
 #define GOSSIPD_CONTROL_H
 
+#include <ctype.h>
+#include <stddef.h>
+#include <string.h>
+
 #define GD_CONTROL_MAX_LINE 65536
 
-#define GD_CMD_STATUS "status"
-#define GD_CMD_STATS "stats"
-#define GD_CMD_CHECKPOINT "checkpoint"
-#define GD_CMD_LEAVE "leave"
-#define GD_CMD_WATCH "watch"
-#define GD_CMD_SET "set"
-#define GD_CMD_PEERS "peers"
-#define GD_CMD_METRICS "metrics"
+/*
+ * The commands, one row each: X(name, arguments, help). ARGUMENTS names
+ * the request's string fields in order, upper-case ("KEY VALUE" is sent as
+ * {"cmd":"set","key":"...","value":"..."}); a request without one of them
+ * is refused. gossipd dispatches on this table and gossipctl builds its
+ * usage and its requests from it, so a command is added here and nowhere
+ * else in the protocol.
+ */
+#define GD_COMMANDS(X) \
+	X(status, "", "the peer's state, step, epoch, loss and accuracy") \
+	X(peers, "", "every member: id, address, state, incarnation, rtt") \
+	X(stats, "", "all counters") \
+	X(metrics, "", "counters and gauges in Prometheus text format") \
+	X(watch, "", "live progress until interrupted or the peer stops") \
+	X(checkpoint, "", "write a checkpoint now and print its path") \
+	X(leave, "", "stop the peer cleanly (final checkpoint, exit 0)") \
+	X(set, "KEY VALUE", "change a runtime-tunable key (gossipd.conf(5) marks them)") \
+	X(version, "", "the peer's gossipd version and wire protocol version")
+
+/* Reads a row's ARGUMENTS: the next field name, lower-cased into field
+ * (cut to size), and *args moved past it; 0 when none is left. */
+static inline int
+gd_command_field(const char **args, char *field, size_t size)
+{
+	size_t n, i;
+
+	*args += strspn(*args, " ");
+	n = strcspn(*args, " ");
+	if (n == 0 || size == 0)
+		return 0;
+	for (i = 0; i < n && i + 1 < size; i++)
+		field[i] = (char)tolower((unsigned char)(*args)[i]);
+	field[i] = '\0';
+	*args += n;
+	return 1;
+}
 
 /* Default socket: GD_CONTROL_DIR_FMT with the uid, then "<job>.sock". */
 #define GD_CONTROL_DIR_FMT "/tmp/gossipd-%u"

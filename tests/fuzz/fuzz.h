@@ -55,6 +55,39 @@ fuzz_bytes(struct fuzz_in *in, size_t want, const uint8_t **out)
 	return n;
 }
 
+/* The longest message a record carries; longer ones are cut to it. */
+#define FUZZ_MSG_MAX 4096
+
+/* A message record's head and message: u8 type (first + n % 2, for the
+ * modules that speak two message types), u8 flags, u16 length, then the
+ * message, copied into msg so that the target may patch it before the
+ * module sees it. Returns the message's length. */
+static inline size_t
+fuzz_msg(struct fuzz_in *in, uint8_t first, uint8_t *type, uint8_t *flags,
+    uint8_t msg[FUZZ_MSG_MAX])
+{
+	const uint8_t *buf;
+	size_t len;
+
+	*type = (uint8_t)(first + fuzz_u8(in) % 2);
+	*flags = fuzz_u8(in);
+	len = fuzz_bytes(in, fuzz_u16(in), &buf);
+	if (len > FUZZ_MSG_MAX)
+		len = FUZZ_MSG_MAX;
+	memcpy(msg, buf, len);
+	return len;
+}
+
+/* A module's NAME_stats_json(obj, json) into a fresh object that is then
+ * dropped: what the stats walk (every counter, table and peer the input
+ * left) is what gets fuzzed. A macro, as each module types obj its own way;
+ * the module's header brings jansson. */
+#define FUZZ_STATS(stats_json, obj) do {                                  \
+	json_t *fuzz_stats_ = json_object();                                \
+	(void)stats_json(obj, fuzz_stats_);                                 \
+	json_decref(fuzz_stats_);                                           \
+} while (0)
+
 /* Send callbacks a target holds back, to run later with the status the
  * input picks; callbacks may send again, so release runs until none is
  * left. One list per target process, hence static here. */

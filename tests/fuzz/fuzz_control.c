@@ -107,13 +107,13 @@ static const struct {
 	const char *cmd;
 	fuzz_cmd_fn fn;
 } fuzz_cmds[] = {
-	{ GD_CMD_STATUS, fuzz_cmd_ok },
-	{ GD_CMD_STATS, fuzz_cmd_ok },
-	{ GD_CMD_PEERS, fuzz_cmd_ok },
-	{ GD_CMD_METRICS, fuzz_cmd_big },
-	{ GD_CMD_CHECKPOINT, fuzz_cmd_later },
-	{ GD_CMD_WATCH, fuzz_cmd_watch },
-	{ GD_CMD_SET, fuzz_cmd_set },
+	{ "status", fuzz_cmd_ok },
+	{ "stats", fuzz_cmd_ok },
+	{ "peers", fuzz_cmd_ok },
+	{ "metrics", fuzz_cmd_big },
+	{ "checkpoint", fuzz_cmd_later },
+	{ "watch", fuzz_cmd_watch },
+	{ "set", fuzz_cmd_set },
 };
 
 static int

@@ -1,10 +1,10 @@
 /*
- * fuzz_gossip: gossip_recv (REQ, REPLY, PULL, CHUNK) on a small real model
+ * fuzz_gossip: gossip_recv (REQ, REPLY) on a small real model
  * (3-5-3, d = 38 parameters, cpu backend), reset to the same values for
  * every input. Input: one flags byte (bit 0: this peer first starts an
  * exchange with 10.0.0.2:2; bit 1: dense mode; bit 2: fp16 values; bit 3:
  * not ready, as a joiner), then records
- *	u8 type (80 + n % 4), u8 flags (bit 0: from another peer than the
+ *	u8 type (80 + n % 2), u8 flags (bit 0: from another peer than the
  *	partner; bit 1: patch the nonce of our REQ into bytes 8..15, so a
  *	REPLY can match), u16 length, the message, u8 milliseconds to let pass
  * Sends are recorded and called back after each record. ASan/UBSan and
@@ -14,15 +14,11 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
+#include "fuzz_model.h"
 #include "gossip.h"
-#include "log.h"
 #include "wire.h"
 
-#define FUZZ_MSG_MAX 4096
-
 static uint8_t req_nonce[8];
-static struct model *model;
-static float *x0;
 
 static int
 fuzz_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
@@ -54,23 +50,6 @@ fuzz_step(void *arg)
 	return 7;
 }
 
-static void
-fuzz_init(void)
-{
-	struct model_spec spec;
-	struct errbuf err = { "" };
-
-	if (model != NULL)
-		return;
-	log_set_level(LOG_ERROR);
-	if (model_spec_parse("3-5-3", &spec, &err) != 0 ||
-	    model_new(&spec, "cpu", 1, 1, 1, &model, &err) != 0)
-		abort();
-	x0 = malloc(model->d * sizeof(float));
-	if (model_snapshot(model, x0, NULL) != 0)
-		abort();
-}
-
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -82,31 +61,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct gossip *g;
 	double now = 10.0;
 	uint8_t flags;
-	json_t *stats;
 
-	fuzz_init();
-	if (model_restore(model, x0, NULL) != 0)
-		abort();
 	flags = fuzz_u8(&in);
 	if (flags & 2)
 		p.mode = GOSSIP_DENSE;
 	if (flags & 4)
 		p.values = GOSSIP_FP16;
-	if (gossip_new(&p, model, &ops, &g) != 0)
+	if (gossip_new(&p, fuzz_model(), &ops, &g) != 0)
 		abort();
 	if (flags & 8)
 		gossip_set_ready(g, 0);
 	if (flags & 1)
 		(void)gossip_start(g, now, "10.0.0.2:2");
 	while (in.n > 0) {
-		uint8_t type = (uint8_t)(GOSSIP_T_FIRST + fuzz_u8(&in) % 4);
-		uint8_t f = fuzz_u8(&in);
-		const uint8_t *buf;
-		size_t len = fuzz_bytes(&in, fuzz_u16(&in), &buf);
+		uint8_t type, f;
+		size_t len = fuzz_msg(&in, GOSSIP_T_FIRST, &type, &f, msg);
 
-		if (len > sizeof(msg))
-			len = sizeof(msg);
-		memcpy(msg, buf, len);
 		if ((f & 2) && len >= 16)
 			memcpy(msg + 8, req_nonce, 8);
 		fuzz_release(0);
@@ -116,9 +86,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	(void)gossip_exchanges(g);
 	(void)gossip_consensus_distance(g);
-	stats = json_object();
-	gossip_stats_json(g, stats);
-	json_decref(stats);
+	FUZZ_STATS(gossip_stats_json, g);
 	fuzz_release(-ECANCELED);
 	gossip_free(g);
 	return 0;

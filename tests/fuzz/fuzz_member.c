@@ -21,6 +21,7 @@
 #include "fuzz.h"
 #include "log.h"
 #include "member.h"
+#include "member_wire.h"
 
 
 static const char *const fuzz_addrs[] = { "10.0.0.2:2", "10.0.0.3:3", "10.0.0.4:4",
@@ -30,7 +31,7 @@ static uint64_t inc[4];		/* last incarnation per address, compact records */
 
 static int
 fuzz_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
-    member_send_cb cb, void *cbarg)
+    proto_sent_cb cb, void *cbarg)
 {
 	(void)arg;
 	(void)addr;
@@ -105,7 +106,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct errbuf err = { "" };
 	struct member *m;
 	double now = 100.0;
-	json_t *stats;
 
 	log_set_level(LOG_ERROR);
 	for (int i = 0; i < 4; i++)
@@ -141,9 +141,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_release(who & 0x40 ? -EIO : 0);
 	}
 	(void)member_list(m, info, 8);
-	stats = json_object();
-	member_stats_json(m, stats);
-	json_decref(stats);
+	FUZZ_STATS(member_stats_json, m);
 	member_leave(m, now);
 	fuzz_release(0);
 	member_free(m);

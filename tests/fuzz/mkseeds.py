@@ -140,7 +140,33 @@ put("gossip", "req-fp16", b"\x00" + grec(80, 1, req(19, fp16=True)))
 put("gossip", "req-dense", b"\x02" + grec(80, 0, req(38, mode=1)))
 put("gossip", "reply", b"\x01" + grec(81, 2, reply(19)))
 put("gossip", "reply-busy", b"\x01" + grec(81, 2, reply(0, status=1)))
-put("gossip", "pull", b"\x00" + grec(82, 0, struct.pack("<QQQ", 1, 0, 38)) +
-    grec(82, 0, struct.pack("<QQQ", 2, 30, 100)))
-put("gossip", "chunk", b"\x08" + grec(83, 0, struct.pack("<QQQQiI", 1, 0, 2, 5, 0, 0) +
-                                      struct.pack("<2f", 1.0, 2.0)))
+
+
+# pull: flags, then records u8 type, u8 flags, u16 length, message, u8 10 ms.
+def prec(typ, f, msg, dt=1):
+    return struct.pack("<BBH", typ - 82, f, len(msg)) + msg + bytes([dt])
+
+
+def chunk(n, status=0, off=0, scale=1.0):
+    return struct.pack("<QQQQiI", 0, off, n if status == 0 else 0, 5, status, 0) + \
+        (struct.pack("<%df" % n, *[scale * (i + 1) / n for i in range(n)]) if status == 0
+         else b"")
+
+
+# A donor serves a slice, refuses one past the end, and one too long.
+put("pull", "serve", b"\x00" + prec(82, 0, struct.pack("<QQQ", 1, 0, 38)) +
+    prec(82, 1, struct.pack("<QQQ", 2, 30, 100)) +
+    prec(82, 3, struct.pack("<QQQ", 3, 0, 1 << 20)))
+# A joiner shown three members: every donor answers its PULL (the id
+# patched in), the second with an error; then it serves.
+put("pull", "join", b"\x07" + prec(83, 4 | 0, chunk(38)) + prec(83, 4 | 1, chunk(0, -11)) +
+    prec(83, 4 | 2, chunk(38, scale=1.1)) + prec(82, 0, struct.pack("<QQQ", 1, 0, 38)))
+# One member shown, after the donor wait; the daemon refuses the model once.
+put("pull", "join-refused", b"\x03" + prec(83, 16, b"", dt=120) + prec(83, 4 | 16, chunk(38)) +
+    prec(83, 0, b"", dt=1) + prec(83, 4, chunk(38)))
+# A far donor and a non-finite one among three, then a deadline and a donor gone.
+put("pull", "poison", b"\x07" + prec(83, 4 | 0, chunk(38)) +
+    prec(83, 4 | 1, chunk(38, scale=1e6)) +
+    prec(83, 4 | 2, chunk(38)[:40] + struct.pack("<f", float("nan")) + chunk(38)[44:]))
+put("pull", "timeout-down", b"\x07" + prec(83, 4 | 0, chunk(38), dt=250) +
+    prec(83, 8 | 1, b"") + prec(83, 4 | 2, chunk(38)))

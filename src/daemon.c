@@ -1,0 +1,171 @@
+/*
+ * daemon: a peer's state and how it moves (daemon.h): training starts,
+ * the peer leaves, the process exits. The loop thread does all I/O and
+ * never trains; the trainer thread never does I/O other than checkpoint
+ * files. They meet only through the model lock, the trainer's progress
+ * record and two uv_async wake-ups (news, and a step taken), which the
+ * trainer's hooks here send.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "control.h"
+#include "daemon.h"
+#include "gossip.h"
+#include "log.h"
+#include "member.h"
+#include "pace.h"
+#include "transport.h"
+
+void
+daemon_progress(struct daemon *d, struct train_progress *p)
+{
+	if (d->trainer != NULL) {
+		train_get_progress(d->trainer, p);
+		return;
+	}
+	memset(p, 0, sizeof(*p));
+	p->accuracy = p->test_loss = -1;
+}
+
+int
+daemon_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
+    proto_sent_cb cb, void *cbarg)
+{
+	struct daemon *d = arg;
+
+	if (d->transport == NULL)
+		return -ESHUTDOWN;
+	return transport_send(d->transport, addr, type, buf, len, cb, cbarg);
+}
+
+void
+daemon_shutdown(struct daemon *d)
+{
+	if (d->stopping)
+		return;
+	d->stopping = 1;
+	/* The trainer signals wake and step_async from its thread: it must
+	 * be gone before they close. It has finished or stops after its
+	 * current step (and final checkpoint). */
+	if (d->pace != NULL)
+		pace_close(d->pace);
+	if (d->trainer != NULL) {
+		train_request_stop(d->trainer);
+		train_join(d->trainer);
+	}
+	control_close(d->control);
+	if (d->transport != NULL) {
+		/* fails what is still in flight: no send callback after this */
+		transport_close(d->transport, NULL, NULL);
+		d->transport = NULL;
+	}
+	member_free(d->member);
+	d->member = NULL;
+	/* gossip itself lives on until daemon_free: the transport's close
+	 * still fails its sends in flight, whose callbacks point into it. */
+	uv_close((uv_handle_t *)&d->member_timer, NULL);
+	uv_close((uv_handle_t *)&d->gossip_timer, NULL);
+	uv_close((uv_handle_t *)&d->step_async, NULL);
+	uv_close((uv_handle_t *)&d->wake, NULL);
+	uv_close((uv_handle_t *)&d->sigterm, NULL);
+	uv_close((uv_handle_t *)&d->sigint, NULL);
+}
+
+/* Exit once the trainer has stopped and the leave went out. */
+void
+daemon_maybe_exit(struct daemon *d)
+{
+	if (!d->leaving || !d->trained || d->stopping)
+		return;
+	if (d->member != NULL && !member_leave_done(d->member, util_now()))
+		return;
+	daemon_shutdown(d);
+}
+
+/* Leaving: announce `left` while the trainer finishes its step and writes
+ * the final checkpoint; daemon_maybe_exit ends the process when both are
+ * done (the announcement is bounded by leave_timeout). */
+void
+daemon_begin_leave(struct daemon *d, const char *why)
+{
+	if (d->leaving)
+		return;
+	d->leaving = 1;
+	log_info("%s: leaving", why);
+	if (d->pace != NULL)
+		pace_close(d->pace);
+	if (d->trainer != NULL)
+		train_request_stop(d->trainer);
+	else
+		d->trained = 1;	/* a joiner that never got its model */
+	if (d->member != NULL) {
+		member_leave(d->member, util_now());
+		daemon_member_schedule(d);
+	}
+	daemon_maybe_exit(d);
+}
+
+/* Trainer thread. */
+static void
+daemon_notify(void *arg)
+{
+	struct daemon *d = arg;
+
+	uv_async_send(&d->wake);
+}
+
+/* Trainer thread: tell the loop, then wait if an exchange begun lag
+ * rounds ago still runs. */
+static void
+daemon_notify_step(void *arg, uint64_t step)
+{
+	struct daemon *d = arg;
+
+	uv_async_send(&d->step_async);
+	if (d->pace != NULL)
+		pace_wait(d->pace, step);
+}
+
+void
+daemon_start_training(struct daemon *d, uint64_t start_step)
+{
+	struct train_hooks hooks = { daemon_notify, daemon_notify_step, d };
+	struct errbuf err = { "" };
+	int rc;
+
+	rc = train_new(&d->cfg, d->model, &d->train, d->shard, d->shard_n, &d->test, start_step,
+	    &hooks, &d->trainer, &err);
+	if (rc == 0)
+		rc = train_start(d->trainer, &err);
+	if (rc < 0) {
+		log_error("%s", err.msg);
+		train_free(d->trainer);
+		d->trainer = NULL;
+		d->exit_code = DAEMON_EXIT_USAGE;
+		daemon_shutdown(d);
+		return;
+	}
+	if (d->gossip != NULL)
+		gossip_set_ready(d->gossip, 1);
+	d->round_step = start_step;
+	log_info("peer %016" PRIx64 " training %s on %s from step %" PRIu64
+	    ", control socket %s", d->id, d->cfg.job, d->cfg.device, start_step, d->cfg.control);
+}
+
+/* Arm the timer for the protocol's next deadline; while leaving, look
+ * often whether the announcement is through. */
+void
+daemon_member_schedule(struct daemon *d)
+{
+	double now = util_now(), at;
+
+	if (d->member == NULL || d->stopping)
+		return;
+	at = member_next_deadline(d->member);
+	if (d->leaving && at > now + 0.02)
+		at = now + 0.02;
+	util_timer_at(&d->member_timer, d->on_member_timer, at, now);
+}

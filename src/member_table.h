@@ -1,0 +1,115 @@
+/*
+ * member_table: the state of a member (struct member, private to the
+ * membership module: member.h is the API) and its record table: lookup,
+ * the probe order, and the rules that merge an update into a record
+ * (incarnations, state precedence, refuting news about this peer). Apart
+ * from the protocol in member.c because these rules decide what every
+ * peer believes and are read and reasoned about on their own; the protocol
+ * only asks the table and feeds it updates.
+ */
+#ifndef GD_MEMBER_TABLE_H
+#define GD_MEMBER_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "member.h"
+#include "member_wire.h"
+#include "rng.h"
+
+#define MEMBER_PIGGY_BYTES	1200
+#define MEMBER_MAX_RELAYS	64
+#define MEMBER_MAX_SEEDS	64
+#define MEMBER_LH_MAX		3	/* local health: timeouts x (1 + lh) */
+#define MEMBER_REAP_S		300.0	/* forget dead and left records */
+#define MEMBER_RTT_ALPHA	0.125
+#define MEMBER_TX_CAP		(MEMBER_HDR + 1 + WIRE_ADDR_MAX + \
+	MEMBER_MSG_MAX_UPDATES * (MEMBER_UPD_HDR + WIRE_ADDR_MAX))
+
+struct mentry {
+	char		addr[WIRE_ADDR_MAX + 1];
+	uint64_t	id;
+	uint64_t	inc;
+	enum member_state state;
+	double		since;
+	double		suspect_deadline;
+	double		last_contact;
+	double		rtt;
+	unsigned	transmits;
+	unsigned	mark;		/* == member.mark: in the message being built */
+};
+
+struct probe {
+	int		active;
+	int		indirect_sent;
+	char		target[WIRE_ADDR_MAX + 1];
+	uint32_t	seq;
+	double		sent;
+	double		direct_deadline;
+	double		end;
+};
+
+struct relay {
+	uint32_t	my_seq;
+	uint32_t	their_seq;
+	char		requester[WIRE_ADDR_MAX + 1];
+	double		expires;
+};
+
+struct seed {
+	char		addr[WIRE_ADDR_MAX + 1];
+	double		next;
+	unsigned	backoff_ms;
+};
+
+struct member_counters {
+	uint64_t	pings_sent, pings_received, acks_sent, acks_received;
+	uint64_t	ping_reqs_sent, ping_reqs_received, relayed_acks;
+	uint64_t	probes, probe_failures, indirect_successes;
+	uint64_t	suspicions, deaths, deaths_declared, lefts, joins;
+	uint64_t	refutations, updates_received, updates_sent;
+	uint64_t	syncs_sent, syncs_received, gossip_sent;
+	uint64_t	malformed, send_errors, pauses;
+};
+
+struct member {
+	struct member_params p;
+	struct member_ops ops;
+	struct rng	rng;
+	struct mentry	*e;		/* e[0] is this peer */
+	size_t		n, cap;
+	size_t		*order;		/* probe order: indices into e */
+	size_t		norder, pos;
+	struct probe	probe;
+	struct relay	relays[MEMBER_MAX_RELAYS];
+	struct seed	seeds[MEMBER_MAX_SEEDS];
+	size_t		nseeds;
+	uint32_t	next_seq;
+	unsigned	mark;
+	unsigned	lh;
+	int		joined;
+	int		leaving;
+	unsigned	leave_pending;
+	double		leave_deadline;
+	double		last_tick;
+	double		next_probe, next_gossip, next_sync, next_reap;
+	uint8_t		*tx;
+	struct member_update *ubuf;
+	struct member_counters c;
+};
+
+struct mentry *member_table_find(struct member *m, const char *addr);
+/* Alive or suspect: a member that takes part. */
+int member_table_live(const struct mentry *e);
+unsigned member_table_live_count(const struct member *m);
+/* Give e's news its full count of retransmissions. */
+void member_table_spread(struct member *m, struct mentry *e);
+void member_table_set_state(struct member *m, struct mentry *e, enum member_state s,
+    double now);
+void member_table_order_rebuild(struct member *m);
+/* Forget dead and left records older than MEMBER_REAP_S. */
+void member_table_reap(struct member *m, double now);
+/* Merge one received update into the table. */
+void member_table_apply(struct member *m, const struct member_update *u, double now);
+
+#endif

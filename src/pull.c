@@ -1,0 +1,630 @@
+/*
+ * pull: see pull.h. Layouts (little-endian):
+ *
+ * PULL   u64 id, u64 off, u64 len
+ * CHUNK  u64 id, u64 off, u64 len, u64 step, i32 status, u32 0 | len fp32
+ *        (an error CHUNK: len and step 0, no values)
+ *
+ * A request id names the chunk (low 24 bits), the donor (next 8) and the
+ * generation of that chunk's requests (high 32), so a late answer to a
+ * request already given up on is recognised and dropped. Answers are kept
+ * per donor as they arrive and averaged when the chunk's last donor has
+ * answered, failed or timed out.
+ *
+ * A donor is dropped when a chunk of its holds a non-finite value, or
+ * lies farther from the chunk of the donor with the smallest RMS than
+ * GOSSIP_FAR_GAMMA times that RMS. The smallest is the reference because
+ * a diverging model grows; honest donors differ by ~40% of the RMS.
+ *
+ * One attempt's state (donors, chunks, answers: 4 floats a parameter)
+ * lives in a struct pull_join made at its start and freed at its end, so
+ * a donor carries only its CHUNK buffer, grown to the largest slice asked
+ * and reused.
+ */
+#include "pull.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "gossip.h"
+#include "log.h"
+#include "wire.h"
+
+_Static_assert(PULL_T_FIRST > GOSSIP_T_LAST, "the pull's types follow gossip's");
+
+static const char *const pull_type_names[PULL_T_LAST - PULL_T_FIRST + 1] = {
+	[PULL_T_PULL - PULL_T_FIRST] = "model_pull",
+	[PULL_T_CHUNK - PULL_T_FIRST] = "model_chunk",
+};
+
+const struct proto pull_proto = {
+	"model pull", PULL_T_FIRST, PULL_T_LAST, pull_type_names
+};
+
+/* Per chunk and donor: where that request stands. */
+enum { ASK_NONE, ASK_PENDING, ASK_ANSWERED, ASK_FAILED };
+
+struct pull_slice {
+	size_t off, len;
+	uint32_t gen;             /* bumps when the chunk is asked again */
+	uint8_t ask[PULL_MAX_DONORS];
+	double deadline;
+	unsigned answers;         /* values summed so far */
+	int have;                 /* averaged and final */
+};
+
+struct pull_donor {
+	char addr[WIRE_ADDR_MAX + 1];
+	int failed;
+};
+
+/* One attempt of a joiner, from the choice of donors to the model. */
+struct pull_join {
+	float *x;                 /* averages */
+	float *dx;                /* donor i's answers at dx + i * d */
+	struct pull_slice *chunks;
+	size_t nchunks, have;
+	struct pull_donor donors[PULL_MAX_DONORS];
+	int ndonors;
+	uint64_t step;
+	int failed;
+	uint64_t requests, reasks, refused, timeouts, stale, malformed;
+	uint64_t rejected[GOSSIP_REFUSE_N];
+};
+
+struct pull {
+	struct model *m;
+	double timeout;
+	struct pull_ops ops;
+	int joining;              /* no model yet: pull before serving */
+	double first_seen;        /* when a joiner first knew a member; < 0 not yet */
+	struct pull_join *join;   /* the attempt running, if any */
+	uint8_t *wire;            /* the donor's CHUNK */
+	size_t wcap;
+	uint64_t served, malformed, stale, own_nonfinite;
+};
+
+void
+pull_req_encode(uint8_t out[PULL_REQ_SIZE], const struct pull_req *r)
+{
+	wire_put_u64(out, r->id);
+	wire_put_u64(out + 8, r->off);
+	wire_put_u64(out + 16, r->len);
+}
+
+int
+pull_req_decode(const uint8_t *buf, size_t len, struct pull_req *r)
+{
+	if (len != PULL_REQ_SIZE)
+		return -EBADMSG;
+	r->id = wire_get_u64(buf);
+	r->off = wire_get_u64(buf + 8);
+	r->len = wire_get_u64(buf + 16);
+	return 0;
+}
+
+int
+pull_chunk_decode(const uint8_t *buf, size_t len, struct pull_chunk *c)
+{
+	if (len < PULL_CHUNK_HEADER)
+		return -EBADMSG;
+	c->id = wire_get_u64(buf);
+	c->off = wire_get_u64(buf + 8);
+	c->len = wire_get_u64(buf + 16);
+	c->step = wire_get_u64(buf + 24);
+	c->status = (int32_t)wire_get_u32(buf + 32);
+	c->values = buf + PULL_CHUNK_HEADER;
+	if (c->status > 0)
+		return -EBADMSG;
+	if (c->status < 0)
+		return len == PULL_CHUNK_HEADER ? 0 : -EBADMSG;
+	if (c->len == 0 || c->len > PULL_CHUNK_FLOATS ||
+	    len != PULL_CHUNK_HEADER + c->len * sizeof(float))
+		return -EBADMSG;
+	return 0;
+}
+
+int
+pull_new(struct model *m, double timeout, int joining, const struct pull_ops *ops,
+    struct pull **out)
+{
+	struct pull *p = calloc(1, sizeof(*p));
+
+	if (p == NULL)
+		return -ENOMEM;
+	p->m = m;
+	p->timeout = timeout;
+	p->ops = *ops;
+	p->joining = joining;
+	p->first_seen = -1;
+	*out = p;
+	return 0;
+}
+
+static void
+pull_join_free(struct pull_join *j)
+{
+	if (j == NULL)
+		return;
+	free(j->x);
+	free(j->dx);
+	free(j->chunks);
+	free(j);
+}
+
+void
+pull_free(struct pull *p)
+{
+	if (p == NULL)
+		return;
+	pull_join_free(p->join);
+	free(p->wire);
+	free(p);
+}
+
+void
+pull_set_timeout(struct pull *p, double timeout)
+{
+	p->timeout = timeout;
+}
+
+/* --- donor ---------------------------------------------------------------- */
+
+static void
+pull_serve_error(struct pull *p, const char *to, const struct pull_req *r, int status)
+{
+	uint8_t e[PULL_CHUNK_HEADER];
+
+	memset(e, 0, sizeof(e));
+	wire_put_u64(e, r->id);
+	wire_put_u64(e + 8, r->off);
+	wire_put_u32(e + 32, (uint32_t)status);
+	p->ops.send(p->ops.arg, to, PULL_T_CHUNK, e, sizeof(e), NULL, NULL);
+}
+
+/* Grow the CHUNK buffer to n values; it stays for the next request. */
+static int
+pull_reserve(struct pull *p, size_t n)
+{
+	size_t want = PULL_CHUNK_HEADER + n * sizeof(float);
+	uint8_t *w;
+
+	if (want <= p->wcap)
+		return 0;
+	if ((w = realloc(p->wire, want)) == NULL)
+		return -ENOMEM;
+	p->wire = w;
+	p->wcap = want;
+	return 0;
+}
+
+/* Serve one slice of the model to a joiner. */
+static void
+pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
+{
+	struct model_range range;
+	struct pull_req r;
+	float *v;
+	int status = 0;
+
+	if (pull_req_decode(buf, len, &r) < 0) {
+		p->malformed++;
+		return;
+	}
+	if (p->joining)
+		status = -EAGAIN;
+	else if (r.len == 0 || r.len > PULL_CHUNK_FLOATS || r.off >= p->m->d ||
+	    r.len > p->m->d - r.off)
+		status = -ERANGE;
+	else
+		status = pull_reserve(p, r.len);
+	if (status == 0) {
+		v = (float *)(p->wire + PULL_CHUNK_HEADER);
+		range = (struct model_range){ r.off, r.len };
+		status = model_gather(p->m, &range, 1, v);
+		/* A joiner must not start from our divergence. */
+		if (status == 0 && !gossip_finite(v, r.len)) {
+			p->own_nonfinite++;
+			status = -EDOM;
+		}
+	}
+	if (status < 0) {
+		pull_serve_error(p, from, &r, status);
+		return;
+	}
+	memset(p->wire, 0, PULL_CHUNK_HEADER);
+	wire_put_u64(p->wire, r.id);
+	wire_put_u64(p->wire + 8, r.off);
+	wire_put_u64(p->wire + 16, r.len);
+	wire_put_u64(p->wire + 24, p->ops.step(p->ops.arg));
+	p->ops.send(p->ops.arg, from, PULL_T_CHUNK, p->wire,
+	    PULL_CHUNK_HEADER + r.len * sizeof(float), NULL, NULL);
+	p->served++;
+}
+
+/* --- joiner --------------------------------------------------------------- */
+
+/* Ask every donor still standing for chunk ci, under a new generation. */
+static void
+pull_ask(struct pull *p, size_t ci, double now)
+{
+	struct pull_join *j = p->join;
+	struct pull_slice *c = &j->chunks[ci];
+	uint8_t buf[PULL_REQ_SIZE];
+	int asked = 0;
+
+	c->gen++;
+	c->deadline = now + p->timeout;
+	for (int di = 0; di < j->ndonors; di++) {
+		struct pull_req r = { (uint64_t)c->gen << 32 | (uint64_t)di << 24 | ci, c->off,
+		    c->len };
+
+		c->ask[di] = ASK_NONE;
+		if (j->donors[di].failed)
+			continue;
+		pull_req_encode(buf, &r);
+		j->requests++;
+		if (p->ops.send(p->ops.arg, j->donors[di].addr, PULL_T_PULL, buf, sizeof(buf),
+		    NULL, NULL) < 0) {
+			c->ask[di] = ASK_FAILED;
+			continue;
+		}
+		c->ask[di] = ASK_PENDING;
+		asked++;
+	}
+	if (asked == 0)
+		j->failed = 1;
+}
+
+static void pull_settle(struct pull *p, size_t ci, double now);
+
+/* Donor di is out: its pending chunks go to the others, and so do its
+ * answers not averaged yet (a donor caught sending bad values once is not
+ * trusted with the rest of the model). */
+static void
+pull_donor_fail(struct pull *p, int di, double now)
+{
+	struct pull_join *j = p->join;
+
+	j->donors[di].failed = 1;
+	for (size_t ci = 0; ci < j->nchunks && !j->failed; ci++) {
+		struct pull_slice *c = &j->chunks[ci];
+
+		if (c->have || (c->ask[di] != ASK_PENDING && c->ask[di] != ASK_ANSWERED))
+			continue;
+		if (c->ask[di] == ASK_ANSWERED)
+			c->answers--;
+		c->ask[di] = ASK_FAILED;
+		pull_settle(p, ci, now);
+	}
+}
+
+static void
+pull_reject(struct pull *p, int di, double now, enum gossip_refusal why)
+{
+	p->join->rejected[why]++;
+	log_warn("bootstrap: donor %s sent %s values; the others make up for it",
+	    p->join->donors[di].addr, gossip_refusal_name(why));
+	pull_donor_fail(p, di, now);
+}
+
+static double
+pull_rms(const float *a, const float *ref, size_t n)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double e = (double)a[i] - (ref ? (double)ref[i] : 0);
+
+		sum += e * e;
+	}
+	return sqrt(sum / (double)(n ? n : 1));
+}
+
+/* Answers of chunk c far from the reference (see top) are failed and
+ * their donors returned in far[]; returns how many. */
+static int
+pull_vet(struct pull_join *j, size_t d, struct pull_slice *c, int far[PULL_MAX_DONORS])
+{
+	double norm, best = -1;
+	const float *ref = NULL;
+	int nfar = 0;
+
+	for (int di = 0; di < j->ndonors; di++) {
+		if (c->ask[di] != ASK_ANSWERED)
+			continue;
+		norm = pull_rms(j->dx + di * d + c->off, NULL, c->len);
+		if (best < 0 || norm < best) {
+			best = norm;
+			ref = j->dx + di * d + c->off;
+		}
+	}
+	for (int di = 0; di < j->ndonors; di++) {
+		const float *v = j->dx + di * d + c->off;
+
+		if (c->ask[di] != ASK_ANSWERED || v == ref || pull_rms(v, ref, c->len) <=
+		    GOSSIP_FAR_GAMMA * fmax(best, GOSSIP_FAR_FLOOR))
+			continue;
+		c->ask[di] = ASK_FAILED;
+		c->answers--;
+		far[nfar++] = di;
+	}
+	return nfar;
+}
+
+/* The chunk is settled when no request of it is pending: average what
+ * came, or ask again if nothing did. */
+static void
+pull_settle(struct pull *p, size_t ci, double now)
+{
+	struct pull_join *j = p->join;
+	struct pull_slice *c = &j->chunks[ci];
+	size_t d = p->m->d;
+	int far[PULL_MAX_DONORS], nfar;
+	float inv;
+
+	for (int di = 0; di < j->ndonors; di++) {
+		if (c->ask[di] == ASK_PENDING)
+			return;
+	}
+	if (c->answers == 0) {
+		j->reasks++;
+		pull_ask(p, ci, now);
+		return;
+	}
+	nfar = pull_vet(j, d, c, far);
+	inv = 1.0f / (float)c->answers;
+	memset(j->x + c->off, 0, c->len * sizeof(float));
+	for (int di = 0; di < j->ndonors; di++) {
+		const float *v = j->dx + di * d + c->off;
+
+		if (c->ask[di] != ASK_ANSWERED)
+			continue;
+		for (size_t i = 0; i < c->len; i++)
+			j->x[c->off + i] += v[i] * inv;
+	}
+	c->have = 1;
+	j->have++;
+	for (int i = 0; i < nfar; i++)
+		pull_reject(p, far[i], now, GOSSIP_REFUSE_FAR);
+}
+
+/* A new attempt: donors drawn at random among live (so that joiners
+ * spread the load), every chunk asked of every one. */
+static int
+pull_start(struct pull *p, double now, const char *const *live, size_t n)
+{
+	size_t d = p->m->d, *order = malloc(n * sizeof(*order));
+	struct pull_join *j = calloc(1, sizeof(*j));
+	int rc = -ENOMEM;
+
+	if (order == NULL || j == NULL)
+		goto out;
+	j->nchunks = (d + PULL_CHUNK_FLOATS - 1) / PULL_CHUNK_FLOATS;
+	j->x = calloc(d, sizeof(float));
+	j->dx = malloc(PULL_MAX_DONORS * d * sizeof(float));
+	j->chunks = calloc(j->nchunks, sizeof(*j->chunks));
+	if (j->x == NULL || j->dx == NULL || j->chunks == NULL || j->nchunks >= 1u << 24)
+		goto out;
+	for (size_t i = 0; i < j->nchunks; i++) {
+		j->chunks[i].off = i * PULL_CHUNK_FLOATS;
+		j->chunks[i].len = i + 1 < j->nchunks ? PULL_CHUNK_FLOATS :
+		    d - i * PULL_CHUNK_FLOATS;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	for (size_t i = n; i > 1; i--) {
+		size_t k = randombytes_uniform((uint32_t)i), t = order[i - 1];
+
+		order[i - 1] = order[k];
+		order[k] = t;
+	}
+	for (size_t i = 0; i < n && j->ndonors < PULL_MAX_DONORS; i++)
+		snprintf(j->donors[j->ndonors++].addr, sizeof(j->donors[0].addr), "%s",
+		    live[order[i]]);
+	p->join = j;
+	j = NULL;
+	for (size_t i = 0; i < p->join->nchunks; i++)
+		pull_ask(p, i, now);
+	rc = 0;
+out:
+	free(order);
+	pull_join_free(j);
+	return rc;
+}
+
+/* After every event of a joiner's: a failed attempt makes way for the
+ * next, a complete one goes to ops->pulled. */
+static void
+pull_conclude(struct pull *p)
+{
+	struct pull_join *j = p->join;
+	char donors[PULL_MAX_DONORS * (WIRE_ADDR_MAX + 1)] = "";
+	size_t at = 0;
+
+	if (j == NULL || (!j->failed && j->have < j->nchunks))
+		return;
+	if (j->failed) {
+		log_warn("bootstrap: every donor failed; trying others");
+	} else {
+		for (int i = 0; i < j->ndonors; i++)
+			at += (size_t)snprintf(donors + at, sizeof(donors) - at, "%s%s",
+			    i ? "," : "", j->donors[i].addr);
+		if (p->ops.pulled(p->ops.arg, j->x, j->step, donors) == 0)
+			p->joining = 0;
+	}
+	pull_join_free(j);
+	p->join = NULL;
+}
+
+void
+pull_members(struct pull *p, double now, const char *const *live, size_t n)
+{
+	int rc;
+
+	if (!p->joining || p->join != NULL || n == 0)
+		return;
+	if (p->first_seen < 0)
+		p->first_seen = now;
+	if (n < PULL_MAX_DONORS && now - p->first_seen < PULL_DONOR_WAIT)
+		return;
+	if ((rc = pull_start(p, now, live, n)) < 0) {
+		log_error("bootstrap: cannot start: %s", strerror(-rc));
+		return;
+	}
+	log_info("bootstrap: pulling the model from up to %d of %zu members", PULL_MAX_DONORS,
+	    n);
+	pull_conclude(p);
+}
+
+static void
+pull_take(struct pull *p, double now, const char *from, const uint8_t *buf, size_t len)
+{
+	struct pull_join *j = p->join;
+	struct pull_chunk gc;
+	struct pull_slice *c;
+	size_t ci;
+	int di;
+
+	if (pull_chunk_decode(buf, len, &gc) < 0) {
+		j->malformed++;
+		return;
+	}
+	ci = (size_t)(gc.id & 0xffffff);
+	di = (int)((gc.id >> 24) & 0xff);
+	if (ci >= j->nchunks || di >= j->ndonors) {
+		j->malformed++;
+		return;
+	}
+	c = &j->chunks[ci];
+	if (c->have || (uint32_t)(gc.id >> 32) != c->gen || c->ask[di] != ASK_PENDING ||
+	    strcmp(from, j->donors[di].addr) != 0) {
+		j->stale++;
+		return;
+	}
+	if (gc.status < 0 || gc.off != c->off || gc.len != c->len) {
+		j->refused++;
+		c->ask[di] = ASK_FAILED;
+	} else {
+		float *v = j->dx + (size_t)di * p->m->d + c->off;
+
+		memcpy(v, gc.values, c->len * sizeof(float));
+		if (!gossip_finite(v, c->len)) {
+			/* Out first, so that asking the chunk again skips it. */
+			c->ask[di] = ASK_FAILED;
+			pull_reject(p, di, now, GOSSIP_REFUSE_NONFINITE);
+		} else {
+			c->answers++;
+			c->ask[di] = ASK_ANSWERED;
+			if (gc.step > j->step)
+				j->step = gc.step;
+		}
+	}
+	pull_settle(p, ci, now);
+}
+
+void
+pull_recv(struct pull *p, double now, const char *from, uint8_t type, const uint8_t *buf,
+    size_t len)
+{
+	switch (type) {
+	case PULL_T_PULL:
+		pull_serve(p, from, buf, len);
+		break;
+	case PULL_T_CHUNK:
+		if (p->join == NULL) {
+			/* Late, or not asked for: no attempt to give it to. */
+			p->stale++;
+			break;
+		}
+		pull_take(p, now, from, buf, len);
+		pull_conclude(p);
+		break;
+	default:
+		p->malformed++;
+		break;
+	}
+}
+
+void
+pull_donor_down(struct pull *p, double now, const char *addr)
+{
+	struct pull_join *j = p->join;
+
+	for (int di = 0; j != NULL && di < j->ndonors; di++) {
+		if (strcmp(j->donors[di].addr, addr) != 0 || j->donors[di].failed)
+			continue;
+		log_info("bootstrap: donor %s is gone; the others make up for it", addr);
+		pull_donor_fail(p, di, now);
+	}
+	pull_conclude(p);
+}
+
+double
+pull_tick(struct pull *p, double now)
+{
+	struct pull_join *j = p->join;
+	double next = -1;
+
+	for (size_t ci = 0; j != NULL && ci < j->nchunks && !j->failed; ci++) {
+		struct pull_slice *c = &j->chunks[ci];
+
+		if (c->have)
+			continue;
+		if (now >= c->deadline) {
+			for (int di = 0; di < j->ndonors; di++) {
+				if (c->ask[di] == ASK_PENDING) {
+					c->ask[di] = ASK_FAILED;
+					j->timeouts++;
+				}
+			}
+			pull_settle(p, ci, now);
+		}
+		if (!c->have && (next < 0 || c->deadline < next))
+			next = c->deadline;
+	}
+	pull_conclude(p);
+	if (p->join != NULL)
+		return next;
+	if (p->joining && p->first_seen >= 0 && now < p->first_seen + PULL_DONOR_WAIT)
+		return p->first_seen + PULL_DONOR_WAIT;
+	return -1;
+}
+
+static json_t *
+pull_join_json(const struct pull_join *j)
+{
+	json_t *donors = json_array(), *rej = json_object();
+
+	for (int i = 0; i < j->ndonors; i++)
+		json_array_append_new(donors, json_string(j->donors[i].addr));
+	for (int i = 0; i < GOSSIP_REFUSE_N; i++)
+		json_object_set_new(rej, gossip_refusal_name((enum gossip_refusal)i),
+		    json_integer((json_int_t)j->rejected[i]));
+	return json_pack(
+	    "{s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "donors", donors,
+	    "rejected", rej,
+	    "chunks", (json_int_t)j->nchunks, "received", (json_int_t)j->have,
+	    "requests", (json_int_t)j->requests, "reasked", (json_int_t)j->reasks,
+	    "refused", (json_int_t)j->refused, "timeouts", (json_int_t)j->timeouts,
+	    "stale", (json_int_t)j->stale, "malformed", (json_int_t)j->malformed,
+	    "step", (json_int_t)j->step, "failed", j->failed);
+}
+
+int
+pull_stats_json(const struct pull *p, json_t *obj)
+{
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I}", "chunks_served", (json_int_t)p->served,
+	    "malformed", (json_int_t)p->malformed, "stale", (json_int_t)p->stale,
+	    "own_nonfinite", (json_int_t)p->own_nonfinite);
+
+	if (o == NULL || json_object_set_new(obj, "pull", o) < 0)
+		return -ENOMEM;
+	if (p->join != NULL && json_object_set_new(obj, "bootstrap", pull_join_json(p->join)) < 0)
+		return -ENOMEM;
+	return 0;
+}

@@ -1,0 +1,118 @@
+/*
+ * pull: how a joiner gets the model of a running job, both sides of it.
+ * Every peer is a donor: it answers a PULL for a slice of its model with a
+ * CHUNK, gathered under the model lock. A joiner without a checkpoint is
+ * also the puller: once it knows a live member it waits up to
+ * PULL_DONOR_WAIT for the membership table to fill in (the first member to
+ * answer sends its whole table a moment later), picks up to PULL_MAX_DONORS
+ * donors at random among the live members (so joiners arriving together
+ * spread over the job rather than all pulling from one peer), asks every
+ * donor for every chunk of at most PULL_CHUNK_FLOATS at once, and averages
+ * the answers chunk by chunk. A donor that fails, refuses, goes down or
+ * misses the deadline contributes nothing to a chunk; a chunk nobody
+ * answered is asked again from the donors still standing; when every donor
+ * has failed, the next pull_members call picks others. When every chunk
+ * is in, ops->pulled gets the average and the highest step any donor
+ * reported (and with it the learning-rate position).
+ *
+ * Why average rather than pull disjoint ranges from each donor: peers'
+ * models differ (at 1% density by ~40% of the weights' RMS), and a model
+ * stitched from disjoint pieces of three of them scored ~3 points below
+ * its donors, while their average scores within half a point. It costs
+ * the donors' count times the model in traffic, once per join.
+ *
+ * A donor is dropped (the others make up for it, as for one that is gone)
+ * when a chunk of its holds a non-finite value or lies far from the
+ * others' (gossip's GOSSIP_FAR_GAMMA, see pull.c), and a donor never
+ * serves values of its own that are not finite.
+ *
+ * Both sides share one object because a peer is a donor exactly when it is
+ * not pulling: a joiner refuses PULLs until its model is in. Like gossip
+ * and member it does no I/O and reads no clock: the caller passes the
+ * time, sends through ops->send and feeds events in. Joiner log lines keep
+ * the "bootstrap:" prefix and its stats the "bootstrap" key that operators
+ * and tests know.
+ */
+#ifndef GD_PULL_H
+#define GD_PULL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "model.h"
+#include "proto.h"
+
+/* Message types: the numbers they had when gossip owned 80..95, so that
+ * old and new peers agree. */
+#define PULL_T_PULL	82
+#define PULL_T_CHUNK	83
+#define PULL_T_FIRST	PULL_T_PULL
+#define PULL_T_LAST	PULL_T_CHUNK
+
+/* The range and its names, for the transport (proto.h). */
+extern const struct proto pull_proto;
+
+#define PULL_MAX_DONORS	3
+/* Seconds a joiner that knows fewer than PULL_MAX_DONORS live members
+ * waits for more before it starts. */
+#define PULL_DONOR_WAIT	1.0
+/* Largest slice of a model one CHUNK carries (floats). */
+#define PULL_CHUNK_FLOATS	(64 * 1024)
+#define PULL_REQ_SIZE		24
+#define PULL_CHUNK_HEADER	40
+
+struct pull_ops {
+	proto_send_fn send;
+	/* The step this peer is at, served with every chunk. */
+	uint64_t (*step)(void *arg);
+	/* The joiner's model is in: d averaged parameters, the donors'
+	 * highest step, their addresses comma-separated. 0 ends the pull (the
+	 * peer is a donor from now on); < 0 drops it, and the next
+	 * pull_members starts another. */
+	int (*pulled)(void *arg, const float *params, uint64_t step, const char *donors);
+	void *arg;
+};
+
+struct pull;
+
+/* Serves m's values; joining: this peer has no model yet and pulls m->d
+ * floats first. timeout: seconds a chunk request may take. */
+int pull_new(struct model *m, double timeout, int joining, const struct pull_ops *ops,
+    struct pull **out);
+/* Sends still in flight carry no pointer to it: free any time. */
+void pull_free(struct pull *p);
+/* Applies to chunk requests sent from now on. */
+void pull_set_timeout(struct pull *p, double timeout);
+
+/* A PULL_T_FIRST..LAST message passed the transport. */
+void pull_recv(struct pull *p, double now, const char *from, uint8_t type, const uint8_t *buf,
+    size_t len);
+/* The live members other than this peer, as known now: a joiner not yet
+ * pulling picks its donors among them (after the donor wait). */
+void pull_members(struct pull *p, double now, const char *const *live, size_t n);
+/* addr became unreachable: if it is a donor, the others make up for it. */
+void pull_donor_down(struct pull *p, double now, const char *addr);
+/* Re-asks overdue chunks; returns the next deadline (the end of the donor
+ * wait included), < 0 when none. */
+double pull_tick(struct pull *p, double now);
+/* Add "pull": {donor counters} and, while a pull runs, "bootstrap". */
+int pull_stats_json(const struct pull *p, json_t *obj);
+
+/* The codec. A PULL asks for [off, off+len) under a request id; a CHUNK
+ * answers with the values (little-endian fp32, pointing into buf) or a
+ * negative errno. Decoders return 0 or -EBADMSG. */
+struct pull_req {
+	uint64_t id, off, len;
+};
+struct pull_chunk {
+	uint64_t id, off, len, step;
+	int status;               /* 0 served, else a negative errno */
+	const uint8_t *values;
+};
+void pull_req_encode(uint8_t out[PULL_REQ_SIZE], const struct pull_req *r);
+int pull_req_decode(const uint8_t *buf, size_t len, struct pull_req *r);
+int pull_chunk_decode(const uint8_t *buf, size_t len, struct pull_chunk *c);
+
+#endif

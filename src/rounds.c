@@ -1,0 +1,272 @@
+/*
+ * rounds: the exchange policy and the joiner's pull (rounds.h says what
+ * each does). Every entry point may start or end an exchange, so each
+ * ends by re-arming the one timer for the nearest exchange or pull
+ * deadline (rounds_schedule); no deadline, no timer.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gossip.h"
+#include "log.h"
+#include "member.h"
+#include "model.h"
+#include "pace.h"
+#include "pull.h"
+#include "rounds.h"
+#include "select.h"
+#include "transport.h"
+
+/* Partners tried in one round when each answers BUSY. */
+#define ROUNDS_BUSY_RETRIES 2
+
+_Static_assert(GOSSIP_REFUSE_N <= SELECT_REASONS, "select counts every gossip refusal");
+
+static void rounds_timer(uv_timer_t *h);
+
+/* Arm the timer for the nearest exchange or pull deadline. */
+static void
+rounds_schedule(struct daemon *d)
+{
+	double now = util_now(), next = -1, t;
+
+	if (d->gossip == NULL || d->stopping)
+		return;
+	next = gossip_tick(d->gossip, now);
+	if (d->pull != NULL && (t = pull_tick(d->pull, now)) >= 0 &&
+	    (next < 0 || t < next))
+		next = t;
+	if (next < 0) {
+		uv_timer_stop(&d->gossip_timer);
+		return;
+	}
+	util_timer_at(&d->gossip_timer, rounds_timer, next, now);
+}
+
+/* Live members other than this peer, into d->addrs; returns how many. */
+static size_t
+rounds_live_peers(struct daemon *d)
+{
+	size_t n = member_list(d->member, NULL, 0), k = 0;
+
+	if (n > d->info_cap) {
+		free(d->info);
+		free(d->addrs);
+		d->info_cap = 2 * n;
+		d->info = xcalloc(d->info_cap, sizeof(*d->info));
+		d->addrs = xcalloc(d->info_cap, sizeof(*d->addrs));
+	}
+	n = member_list(d->member, d->info, d->info_cap);
+	for (size_t i = 0; i < n && i < d->info_cap; i++) {
+		if (!d->info[i].self && d->info[i].state == MEMBER_ALIVE)
+			d->addrs[k++] = d->info[i].addr;
+	}
+	return k;
+}
+
+static uint64_t
+rounds_step_now(void *arg)
+{
+	struct train_progress p;
+
+	daemon_progress(arg, &p);
+	return p.step;
+}
+
+/* One exchange with a partner chosen by the select policy. With lag, the
+ * round holds the trainer from lag rounds after its first step until the
+ * exchange ends, BUSY retries included; a round that starts nothing
+ * releases it at once. */
+static void
+rounds_start(struct daemon *d, const char *exclude)
+{
+	double now = util_now();
+	const char *partner;
+	size_t n;
+	int rc;
+
+	if (d->gossip == NULL || d->leaving || d->stopping || gossip_active(d->gossip))
+		return;
+	n = rounds_live_peers(d);
+	partner = select_pick(d->select, now, d->addrs, n, exclude);
+	/* -EDOM: our own values are not finite; the partner is not to blame. */
+	if (partner != NULL && (rc = gossip_start(d->gossip, now, partner)) < 0 && rc != -EDOM)
+		select_record(d->select, partner, now, 0, 0, 0);
+	if (gossip_active(d->gossip) && d->cfg.lag > 0)
+		pace_hold(d->pace, d->round_step +
+		    (uint64_t)d->cfg.lag * (uint64_t)d->cfg.interval);
+	else
+		pace_release(d->pace);
+	rounds_schedule(d);
+}
+
+/* Start a round if `interval` steps have passed since the last one began.
+ * The trainer waits for it only with lag (daemon_notify_step). */
+void
+rounds_on_step(struct daemon *d)
+{
+	uint64_t step;
+
+	if (d->gossip == NULL || d->trainer == NULL || gossip_active(d->gossip))
+		return;
+	step = rounds_step_now(d);
+	if (step < d->round_step + (uint64_t)d->cfg.interval)
+		return;
+	d->round_step = step;
+	d->busy_retries = 0;
+	rounds_start(d, NULL);
+}
+
+static void
+rounds_done(void *arg, const char *addr, double now, enum gossip_result r,
+    size_t bytes, double seconds)
+{
+	struct daemon *d = arg;
+
+	/* BUSY says nothing about the link: neither a sample nor a failure. */
+	if (r != GOSSIP_BUSY)
+		select_record(d->select, addr, now, bytes, seconds, r == GOSSIP_OK);
+	else if (d->busy_retries++ < ROUNDS_BUSY_RETRIES) {
+		rounds_start(d, addr);
+		return;
+	}
+	pace_release(d->pace);
+	/* Paced, the trainer is likely waiting at the next round's first
+	 * step: start that round now rather than one step later. */
+	if (d->cfg.lag > 0)
+		rounds_on_step(d);
+}
+
+/* Values from addr were refused: selection avoids it for a while. */
+static void
+rounds_refused(void *arg, const char *addr, enum gossip_refusal why)
+{
+	struct daemon *d = arg;
+
+	select_offence(d->select, addr, util_now(), (unsigned)why);
+}
+
+/* A joiner starts training once it holds the job's model: the pull picks
+ * donors among the live members it is shown. */
+void
+rounds_maybe_pull(struct daemon *d)
+{
+	size_t n = 0;
+
+	if (!d->must_pull || d->leaving || d->stopping || d->member == NULL || d->pull == NULL)
+		return;
+	if (member_joined(d->member))
+		n = rounds_live_peers(d);
+	pull_members(d->pull, util_now(), d->addrs, n);
+	rounds_schedule(d);
+}
+
+/* The pulled model is in: train from it, at the donors' step. */
+static int
+rounds_pulled(void *arg, const float *params, uint64_t step, const char *donors)
+{
+	struct daemon *d = arg;
+	int rc;
+
+	if ((rc = model_restore(d->model, params, NULL)) < 0) {
+		log_error("bootstrap: cannot load the pulled model: %s", strerror(-rc));
+		return rc;
+	}
+	log_info("bootstrap: model pulled from %s; continuing from the donors' step %" PRIu64,
+	    donors, step);
+	d->must_pull = 0;
+	daemon_start_training(d, step);
+	return 0;
+}
+
+/* Messages of the two protocols rounds runs: gossip_proto's and
+ * pull_proto's. Registered once both modules exist, which outlive the
+ * transport; either may move a deadline. */
+static void
+rounds_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
+    const uint8_t *payload, size_t len)
+{
+	struct daemon *d = arg;
+
+	(void)sender;
+	if (type >= pull_proto.first && type <= pull_proto.last)
+		pull_recv(d->pull, util_now(), addr, type, payload, len);
+	else
+		gossip_recv(d->gossip, util_now(), addr, type, payload, len);
+	rounds_schedule(d);
+}
+
+void
+rounds_peer_down(struct daemon *d, const char *addr)
+{
+	if (d->pull == NULL)
+		return;
+	pull_donor_down(d->pull, util_now(), addr);
+	rounds_maybe_pull(d);
+	rounds_schedule(d);
+}
+
+static void
+rounds_timer(uv_timer_t *h)
+{
+	struct daemon *d = h->data;
+
+	rounds_schedule(d);
+	rounds_maybe_pull(d);
+}
+
+static void
+rounds_params(const struct config *c, struct gossip_params *gp, struct select_params *sp)
+{
+	*gp = (struct gossip_params){ c->mode, c->values, c->density, (size_t)c->mask_block,
+	    c->seed, c->exchange_timeout };
+	*sp = (struct select_params){ c->select, c->bw_ratio, c->stale_after };
+}
+
+void
+rounds_apply_params(struct daemon *d)
+{
+	struct gossip_params gp;
+	struct select_params sp;
+
+	if (d->gossip == NULL)
+		return;
+	rounds_params(&d->cfg, &gp, &sp);
+	gossip_set_params(d->gossip, &gp);
+	select_set_params(d->select, &sp);
+	pull_set_timeout(d->pull, d->cfg.exchange_timeout);
+	if (d->cfg.lag == 0)
+		pace_release(d->pace);
+}
+
+int
+rounds_open(struct daemon *d, struct errbuf *err)
+{
+	struct gossip_ops ops = { daemon_send, rounds_done, rounds_step_now, rounds_refused, d };
+	struct pull_ops pops = { daemon_send, rounds_step_now, rounds_pulled, d };
+	struct gossip_params gp;
+	struct select_params sp;
+	int rc;
+
+	rounds_params(&d->cfg, &gp, &sp);
+	if ((rc = gossip_new(&gp, d->model, &ops, &d->gossip)) < 0 ||
+	    (rc = select_new(&sp, &d->select)) < 0 || (rc = pace_new(&d->pace)) < 0 ||
+	    (rc = pull_new(d->model, d->cfg.exchange_timeout, d->must_pull, &pops,
+	    &d->pull)) < 0)
+		return errbuf_set(err, rc, "gossip: %s", strerror(-rc));
+	gossip_set_ready(d->gossip, !d->must_pull);
+	if ((rc = transport_register(d->transport, &gossip_proto, rounds_recv, d, err)) < 0)
+		return rc;
+	return transport_register(d->transport, &pull_proto, rounds_recv, d, err);
+}
+
+void
+rounds_free(struct daemon *d)
+{
+	pull_free(d->pull);
+	gossip_free(d->gossip);
+	select_free(d->select);
+	pace_free(d->pace);
+}

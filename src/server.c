@@ -1,0 +1,360 @@
+/*
+ * server: one peer assembled (server.h). It opens the modules in order,
+ * connects every callback (the transport's, membership's, the trainer's
+ * wake-ups, signals) to what should follow, and frees it all. The
+ * daemon's libuv handles are all created first thing in server_open, so
+ * that whatever fails later, daemon_shutdown closes the same set and the
+ * loop runs out. This is the one file that sees every part of a peer:
+ * the commands (commands.c), the exchange policy (rounds.c) and the
+ * peer's state (daemon.c) see only what is below them.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "ckpt.h"
+#include "commands.h"
+#include "control.h"
+#include "log.h"
+#include "member.h"
+#include "model.h"
+#include "rounds.h"
+#include "server.h"
+#include "session.h"
+#include "transport.h"
+
+static void
+server_signal(uv_signal_t *h, int signum)
+{
+	daemon_begin_leave(h->data, strsignal(signum));
+}
+
+/* Runs on the loop thread whenever the trainer has news. */
+static void
+server_wake(uv_async_t *h)
+{
+	struct daemon *d = h->data;
+	struct train_progress p;
+
+	if (d->trainer == NULL)
+		return;
+	train_get_progress(d->trainer, &p);
+	commands_answer_checkpoints(d, &p, 0);
+	if (control_watchers(d->control) > 0) {
+		json_t *msg = commands_status(d);
+
+		json_object_del(msg, "ok");
+		json_object_set_new(msg, "event", json_string("progress"));
+		control_broadcast(d->control, msg);
+		json_decref(msg);
+	}
+	if ((p.state == TRAIN_DONE || p.state == TRAIN_FAILED) && !d->trained) {
+		d->trained = 1;
+		if (p.state == TRAIN_FAILED) {
+			log_error("training failed: %s", p.error);
+			d->exit_code = DAEMON_EXIT_RUNTIME;
+		} else {
+			log_info("done: %" PRIu64 " steps in %.1f s, test accuracy %.4f, loss %.4f",
+			    p.step, p.elapsed, p.accuracy, p.test_loss);
+		}
+		commands_answer_checkpoints(d, &p, 1);
+		if (p.state == TRAIN_DONE && d->cfg.linger && d->member != NULL && !d->leaving)
+			log_info("training budget spent; lingering as a member until told to leave");
+		else
+			daemon_begin_leave(d, "training finished");
+	}
+	daemon_maybe_exit(d);
+}
+
+static void
+server_step(uv_async_t *h)
+{
+	rounds_on_step(h->data);
+}
+
+static void
+server_member_timer(uv_timer_t *h)
+{
+	struct daemon *d = h->data;
+
+	if (d->member == NULL)
+		return;
+	member_tick(d->member, util_now());
+	daemon_member_schedule(d);
+	rounds_maybe_pull(d);
+	daemon_maybe_exit(d);
+}
+
+static void
+server_member_change(void *arg, const char *addr, uint64_t id, enum member_state old,
+    enum member_state now)
+{
+	struct daemon *d = arg;
+	char hex[17];
+
+	snprintf(hex, sizeof(hex), "%016" PRIx64, id);
+	if (old == now)
+		log_info("member %s (%s) appeared: %s", addr, hex, member_state_name(now));
+	else
+		log_info("member %s (%s): %s -> %s", addr, hex, member_state_name(old),
+		    member_state_name(now));
+	if (control_watchers(d->control) > 0) {
+		json_t *msg = json_pack("{s:s, s:s, s:s, s:s, s:s}", "event", "member",
+		    "addr", addr, "id", hex, "state", member_state_name(now),
+		    "was", old == now ? "unknown" : member_state_name(old));
+
+		control_broadcast(d->control, msg);
+		json_decref(msg);
+	}
+}
+
+/* A membership message (member_proto's range). */
+static void
+server_member_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
+    const uint8_t *payload, size_t len)
+{
+	struct daemon *d = arg;
+
+	if (d->member == NULL)
+		return;
+	member_recv(d->member, util_now(), sender, addr, type, payload, len);
+	daemon_member_schedule(d);
+	rounds_maybe_pull(d);
+}
+
+static void
+server_peer_down(void *arg, const char *addr, uint64_t id, int status)
+{
+	struct daemon *d = arg;
+
+	log_info("peer %016" PRIx64 " at %s unreachable: %s", id, addr, strerror(-status));
+	if (d->member != NULL) {
+		member_peer_down(d->member, util_now(), addr);
+		daemon_member_schedule(d);
+	}
+	rounds_peer_down(d, addr);
+}
+
+static int
+server_open_member(struct daemon *d, struct errbuf *err)
+{
+	struct member_ops ops = { daemon_send, server_member_change, d };
+	struct member_params mp;
+	struct timespec ts;
+	int rc;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&mp, 0, sizeof(mp));
+	mp.self_addr = d->cfg.listen;
+	mp.self_id = d->id;
+	/* wall-clock ms: a restart on this address outranks its old records */
+	mp.incarnation = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	mp.period_ms = (unsigned)d->cfg.probe_interval;
+	mp.ping_timeout_ms = (unsigned)d->cfg.probe_timeout;
+	mp.suspicion_ms = (unsigned)d->cfg.suspicion_timeout;
+	mp.indirect_checks = (unsigned)d->cfg.indirect_checks;
+	mp.leave_ms = (unsigned)d->cfg.leave_timeout;
+	if ((rc = member_new(&mp, &ops, util_now(), &d->member, err)) < 0 ||
+	    (rc = transport_register(d->transport, &member_proto, server_member_recv, d,
+	    err)) < 0)
+		return rc;
+	for (size_t i = 0; i < d->cfg.npeers; i++) {
+		if ((rc = member_add_seed(d->member, d->cfg.peer_list[i], util_now())) < 0)
+			return errbuf_set(err, rc, "peers: cannot use '%s': %s",
+			    d->cfg.peer_list[i], strerror(-rc));
+	}
+	if (d->cfg.join != NULL && (rc = member_add_seed(d->member, d->cfg.join,
+	    util_now())) < 0)
+		return errbuf_set(err, rc, "join: cannot use '%s'", d->cfg.join);
+	daemon_member_schedule(d);
+	return 0;
+}
+
+/* Key errors are configuration errors (exit 2); an endpoint that cannot
+ * open is a runtime failure (exit 1). */
+static int
+server_open_transport(struct daemon *d, struct errbuf *err)
+{
+	struct transport_params tp;
+	struct errbuf why = { "" };
+	uint8_t key[SESSION_KEY_SIZE];
+	int rc;
+
+	if (d->cfg.listen == NULL)
+		return 0;
+	if ((rc = session_key_load(d->cfg.key_file, key, &why)) < 0) {
+		d->exit_code = DAEMON_EXIT_USAGE;
+		return errbuf_set(err, rc, "key_file: %s", why.msg);
+	}
+	memset(&tp, 0, sizeof(tp));
+	tp.listen = d->cfg.listen;
+	tp.provider = d->cfg.provider;
+	tp.key = key;
+	tp.job = d->cfg.job;
+	tp.self_id = d->id;
+	tp.max_message_size = d->cfg.max_message_size;
+	rc = transport_open(d->loop, &tp, server_peer_down, d, &d->transport, &why);
+	sodium_memzero(key, sizeof(key));
+	if (rc < 0) {
+		d->exit_code = DAEMON_EXIT_RUNTIME;
+		return errbuf_set(err, rc, "listen %s (provider %s): %s", d->cfg.listen,
+		    d->cfg.provider, why.msg);
+	}
+	log_info("fabric endpoint on %s (provider %s)", d->cfg.listen, d->cfg.provider);
+	if ((rc = server_open_member(d, &why)) < 0 || (rc = rounds_open(d, &why)) < 0) {
+		d->exit_code = DAEMON_EXIT_USAGE;
+		return errbuf_set(err, rc, "%s", why.msg);
+	}
+	return 0;
+}
+
+static int
+server_load_data(struct daemon *d, struct errbuf *err)
+{
+	struct errbuf why = { "" };
+	int rc;
+
+	if ((rc = data_load(d->cfg.data_dir, "train", &d->train, &why)) < 0 ||
+	    (rc = data_load(d->cfg.data_dir, "t10k", &d->test, &why)) < 0)
+		return errbuf_set(err, rc, "data: %s", why.msg);
+	if (d->train.dim != (size_t)d->cfg.model.sizes[0])
+		return errbuf_set(err, -EINVAL, "model: %d inputs but the data has %zu features",
+		    d->cfg.model.sizes[0], d->train.dim);
+	rc = data_shard(&d->train, d->cfg.shard_index, d->cfg.shard_count, &d->cfg.partition,
+	    d->cfg.seed, &d->shard, &d->shard_n, &why);
+	if (rc < 0)
+		return errbuf_set(err, rc, "shard: %s", why.msg);
+	log_info("data: %zu training samples in shard %u/%u, %zu test samples", d->shard_n,
+	    d->cfg.shard_index, d->cfg.shard_count, d->test.n);
+	return 0;
+}
+
+/* With --resume, continue from the newest checkpoint; none is no error. */
+static int
+server_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
+{
+	struct ckpt_state st;
+	struct errbuf why = { "" };
+	char path[4096], want[128], have[128];
+	int rc;
+
+	*step = 0;
+	if (!d->cfg.resume)
+		return 0;
+	rc = ckpt_find_latest(d->cfg.checkpoint_dir, path, sizeof(path), &why);
+	if (rc == -ENOENT) {
+		log_info("resume: no checkpoint in %s, starting fresh", d->cfg.checkpoint_dir);
+		return 0;
+	}
+	if (rc < 0)
+		return errbuf_set(err, rc, "resume: %s", why.msg);
+	if ((rc = ckpt_load(path, &st, &why)) < 0)
+		return errbuf_set(err, rc, "resume: refusing the newest checkpoint: %s", why.msg);
+	if (!model_spec_equal(&st.spec, &d->model->spec)) {
+		model_spec_format(&st.spec, have, sizeof(have));
+		model_spec_format(&d->model->spec, want, sizeof(want));
+		rc = errbuf_set(err, -EINVAL, "resume: refusing %s: it holds model %s, not %s",
+		    path, have, want);
+		goto out;
+	}
+	if (st.seed != d->cfg.seed) {
+		rc = errbuf_set(err, -EINVAL,
+		    "resume: refusing %s: it was made with seed %" PRIu64 ", not %" PRIu64,
+		    path, st.seed, d->cfg.seed);
+		goto out;
+	}
+	if ((rc = model_restore(d->model, st.x, st.v)) < 0) {
+		rc = errbuf_set(err, rc, "resume: cannot load parameters: %s", strerror(-rc));
+		goto out;
+	}
+	*step = st.step;
+	log_info("resumed from %s at step %" PRIu64 ", epoch %u", path, st.step, st.epoch);
+out:
+	ckpt_state_free(&st);
+	return rc;
+}
+
+/* Every handle the daemon will close, created before anything can fail. */
+static void
+server_init_handles(struct daemon *d)
+{
+	uv_timer_init(d->loop, &d->member_timer);
+	uv_timer_init(d->loop, &d->gossip_timer);
+	uv_async_init(d->loop, &d->wake, server_wake);
+	uv_async_init(d->loop, &d->step_async, server_step);
+	uv_signal_init(d->loop, &d->sigterm);
+	uv_signal_init(d->loop, &d->sigint);
+	d->member_timer.data = d->gossip_timer.data = d;
+	d->on_member_timer = server_member_timer;
+	d->wake.data = d->step_async.data = d;
+	d->sigterm.data = d->sigint.data = d;
+}
+
+int
+server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
+{
+	struct errbuf why = { "" };
+	uint64_t start_step;
+	int rc;
+
+	d->loop = loop;
+	server_init_handles(d);
+	randombytes_buf(&d->id, sizeof(d->id));
+	if ((rc = server_load_data(d, err)) < 0)
+		goto usage;
+	if ((rc = model_new(&d->cfg.model, d->cfg.device, d->cfg.threads, d->cfg.batch_size,
+	    d->cfg.seed, &d->model, &why)) < 0) {
+		errbuf_set(err, rc, "device %s: %s", d->cfg.device, why.msg);
+		goto runtime;
+	}
+	if ((rc = server_resume(d, &start_step, err)) < 0)
+		goto runtime;
+	/* Signals are ours from before the control socket appears: whoever
+	 * sees the socket may signal us, and a signal must then mean a clean
+	 * leave, never the default death that leaves the socket file behind.
+	 * They are handled once the loop runs, when everything below exists.
+	 * Until here they keep their default action (tests/daemon.sh). */
+	uv_signal_start(&d->sigterm, server_signal, SIGTERM);
+	uv_signal_start(&d->sigint, server_signal, SIGINT);
+	if ((rc = control_open(d->loop, d->cfg.control, commands_handle, d, &d->control,
+	    err)) < 0)
+		goto runtime;
+	d->must_pull = d->cfg.join != NULL && start_step == 0;
+	if ((rc = server_open_transport(d, err)) < 0)
+		goto out;
+	if (d->must_pull)
+		log_info("joining through %s: the model comes from donors before training",
+		    d->cfg.join);
+	else
+		daemon_start_training(d, start_step);
+	return 0;
+usage:
+	d->exit_code = DAEMON_EXIT_USAGE;
+	goto out;
+runtime:
+	d->exit_code = DAEMON_EXIT_RUNTIME;
+out:
+	daemon_shutdown(d);
+	return rc;
+}
+
+void
+server_free(struct daemon *d)
+{
+	commands_pending_free(d);
+	train_free(d->trainer);
+	rounds_free(d);
+	free(d->info);
+	free(d->addrs);
+	model_free(d->model);
+	free(d->shard);
+	data_free(&d->train);
+	data_free(&d->test);
+	config_free(&d->cfg);
+}

@@ -1,0 +1,146 @@
+/*
+ * transport_recv: the receive path of the transport: every frame fabric
+ * delivers is decoded and checked here (header, sender, replay, MAC)
+ * before anything acts on it; handshakes are answered, ACKs retire sent
+ * messages, and bodies are posted, opened and delivered. Apart from the
+ * send path and the peer table (transport.c) because this is where
+ * untrusted bytes come in, and it reads best alone.
+ *
+ * The header also holds the transport's private records, which both
+ * halves work on, and the calls the receive path makes into transport.c.
+ * Only transport*.c include it: transport.h is the API.
+ */
+#ifndef GD_TRANSPORT_RECV_H
+#define GD_TRANSPORT_RECV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "fabric.h"
+#include "session.h"
+#include "transport.h"
+#include "wire.h"
+
+#define TICK_MS		100
+#define RX_DEPTH	64
+#define HOST_MAX	(WIRE_ADDR_MAX + 1)
+#define PORT_MAX	8
+
+enum out_state { OUT_NONE, OUT_HELLO, OUT_READY };
+
+struct tpeer;
+struct tmsg;
+
+struct txop {
+	struct fabric_op	op;	/* first: fabric hands it back */
+	struct transport	*t;
+	struct tpeer		*peer;
+	struct tmsg		*msg;	/* NULL once the message is finished */
+	unsigned		gen;	/* peer generation it was sent in */
+	uint8_t			type;
+	uint8_t			data[];
+};
+
+struct tmsg {
+	struct tmsg		*next;
+	struct tpeer		*peer;
+	uint8_t			type;
+	uint64_t		seq;
+	uint8_t			*plain;	/* copy kept until sealed */
+	size_t			len;
+	double			start;
+	struct txop		*frame, *body;
+	proto_sent_cb		cb;
+	void			*arg;
+	int			status;
+};
+
+struct rxbody {
+	struct fabric_op	op;	/* first */
+	struct transport	*t;
+	struct tpeer		*peer;
+	struct rxbody		*next;
+	struct wire_header	h;
+	double			start;
+	int			abandoned;
+	size_t			size;
+	uint8_t			*buf;
+};
+
+struct tpeer {
+	struct tpeer		*next;
+	char			addr[WIRE_ADDR_MAX + 1];
+	char			host[HOST_MAX];
+	char			port[PORT_MAX];
+	fi_addr_t		fa;
+	int			have_fa;
+	uint64_t		id;
+	unsigned		gen;
+	int			error;	/* failure to act on at the next tick */
+
+	enum out_state		out_state;
+	struct session_hs	hs;
+	double			hs_deadline;
+	struct session		out;
+	struct tmsg		*queue, *queue_tail;	/* waiting for session */
+	struct tmsg		*inflight;		/* waiting for ACK */
+	double			tx_progress;	/* last ACK from it */
+	double			rx_progress;	/* last message from it */
+
+	int			in_ready;
+	struct session		in;
+	uint64_t		in_stamp;	/* newest HELLO accepted */
+	struct rxbody		*bodies;
+};
+
+struct transport {
+	uv_loop_t		*loop;
+	struct fabric		*fabric;
+	struct session_ctx	ctx;
+	transport_peer_down_cb	peer_down;
+	void			*peer_down_arg;
+	char			listen[WIRE_ADDR_MAX + 1];
+	unsigned		timeout_ms;
+	struct tpeer		*peers;
+
+	uv_timer_t		tick;
+	uv_timer_t		dispatch;
+	struct tmsg		*done, *done_tail;
+	int			dispatching;	/* on_dispatch drains what is added */
+	int			closing;
+	int			close_pending;
+	void			(*close_cb)(void *);
+	void			*close_arg;
+
+	uint8_t			scratch[WIRE_FRAME_MAX];
+	uint64_t		rejected[WIRE_REJ_COUNT];
+	uint64_t		bytes_sent[256];
+	uint64_t		bytes_recv[256];
+	uint64_t		msgs_sent, msgs_recv;
+	struct transport_route {
+		const struct proto *proto;	/* NULL: nobody registered */
+		proto_recv_fn	recv;
+		void		*arg;
+	}			routes[256];
+};
+
+/* fabric's frame callback (arg is the transport). */
+void transport_recv_frame(void *arg, const uint8_t *buf, size_t len, int status);
+
+/* In transport.c, for the receive path. */
+void transport_reject(struct transport *t, enum wire_reject r, const char *why);
+void transport_arm_tick(struct transport *t, uint64_t first_ms);
+uint64_t transport_body_budget(const struct transport *t);
+void transport_msg_finish(struct transport *t, struct tmsg *m, int status);
+void transport_send_frame(struct transport *t, struct tpeer *p, uint8_t type,
+    const uint8_t *buf, size_t len);
+struct tpeer *transport_peer_get(struct transport *t, const char *addr);
+int transport_peer_insert(struct transport *t, struct tpeer *p);
+void transport_abandon_bodies(struct transport *t, struct tpeer *p);
+void transport_peer_reset_out(struct transport *t, struct tpeer *p, int status);
+void transport_peer_start_handshake(struct transport *t, struct tpeer *p);
+void transport_peer_drain(struct transport *t, struct tpeer *p);
+
+#endif

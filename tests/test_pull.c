@@ -1,0 +1,619 @@
+/*
+ * test_pull: the model pull between in-memory peers with real models of
+ * two chunks (784-100-10, 79510 parameters), wired through a fake send
+ * into one queue and a fake clock. A joiner pulls from 1, 2 and 3 donors
+ * (waiting for more members first when it knows fewer than 3) and ends
+ * with the donors' average and highest step; a donor that goes down
+ * mid-pull is made up for, and when every donor is gone the next members
+ * are asked; deadlines fail silent donors and re-ask chunks nobody
+ * answered; corrupt, short, misaddressed and misplaced chunks are dropped
+ * and counted; a donor that sends a non-finite or far chunk is dropped for
+ * the whole model. The donor side serves exact slices, errors for what it
+ * cannot serve, and nothing while it is itself still pulling.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "check.h"
+#include "log.h"
+#include "pull.h"
+#include "rng.h"
+#include "simnet.h"
+#include "util.h"
+#include "wire.h"
+
+#define NPEER	6		/* the joiner (0) and up to five donors */
+#define QMAX	256
+#define SPEC	"784-100-10"
+#define TIMEOUT	2.0
+
+struct peer {
+	char addr[32];
+	struct model *m;
+	struct pull *p;
+	float *x;		/* its model's values */
+	int up;
+};
+
+struct msg {
+	int from, to;
+	uint8_t type;
+	uint8_t *buf;
+	size_t len;
+};
+
+static struct peer peers[NPEER];
+static int npeers;
+static size_t d;
+static struct msg queue[QMAX], held[QMAX];
+static int nq, nheld;
+static double now;
+
+/* What the joiner's ops->pulled was given, and what it answers. */
+static int pulled, pulled_rc;
+static float *pulled_x;
+static uint64_t pulled_step;
+static char pulled_donors[512];
+
+static int
+fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
+    void (*cb)(void *, int), void *cbarg)
+{
+	struct peer *from = arg;
+	struct msg *q;
+
+	REQUIRE(cb == NULL && cbarg == NULL);
+	REQUIRE(type == PULL_T_PULL || type == PULL_T_CHUNK);
+	if (!from->up)
+		return -ESHUTDOWN;
+	REQUIRE(nq < QMAX);
+	q = &queue[nq++];
+	q->from = (int)(from - peers);
+	q->to = SIMNET_BY_ADDR(peers, npeers, addr);
+	q->type = type;
+	q->buf = xmalloc(len);
+	memcpy(q->buf, buf, len);
+	q->len = len;
+	return 0;
+}
+
+static uint64_t
+fake_step(void *arg)
+{
+	return 10 + (uint64_t)((struct peer *)arg - peers);
+}
+
+static int
+fake_pulled(void *arg, const float *params, uint64_t step, const char *donors)
+{
+	REQUIRE(arg == &peers[0]);
+	pulled++;
+	/* What the daemon does: the joiner serves this model from now on. */
+	REQUIRE(model_restore(peers[0].m, params, NULL) == 0);
+	memcpy(pulled_x, params, d * sizeof(float));
+	pulled_step = step;
+	snprintf(pulled_donors, sizeof(pulled_donors), "%s", donors);
+	return pulled_rc;
+}
+
+/* The joiner and n donors, each donor's model its own (close enough to
+ * the others' that none is far). */
+static void
+setup(int n)
+{
+	struct pull_ops ops = { fake_send, fake_step, fake_pulled, NULL };
+	struct model_spec spec;
+	struct errbuf err;
+	struct rng r;
+
+	REQUIRE(model_spec_parse(SPEC, &spec, &err) == 0);
+	npeers = n + 1;
+	for (int i = 0; i < npeers; i++) {
+		struct peer *pe = &peers[i];
+
+		snprintf(pe->addr, sizeof(pe->addr), "10.0.0.%d:%d", i, 7000 + i);
+		REQUIRE(model_new(&spec, "cpu", 1, 8, 100 + (uint64_t)i, &pe->m, &err) == 0);
+		d = pe->m->d;
+		pe->x = xmalloc(d * sizeof(float));
+		rng_init(&r, 1, "test_pull", (uint64_t)i, 0);
+		for (size_t k = 0; k < d; k++)
+			pe->x[k] = (float)rng_uniform(&r) - 0.5f + 0.1f * (float)i;
+		REQUIRE(model_restore(pe->m, pe->x, NULL) == 0);
+		ops.arg = pe;
+		REQUIRE(pull_new(pe->m, TIMEOUT, i == 0, &ops, &pe->p) == 0);
+		pe->up = 1;
+	}
+	pulled = pulled_rc = 0;
+	pulled_x = xmalloc(d * sizeof(float));
+	now = 0;
+}
+
+static void
+drop(struct msg *q)
+{
+	free(q->buf);
+}
+
+static void
+teardown(void)
+{
+	for (int i = 0; i < nq; i++)
+		drop(&queue[i]);
+	for (int i = 0; i < nheld; i++)
+		drop(&held[i]);
+	nq = nheld = 0;
+	for (int i = 0; i < npeers; i++) {
+		pull_free(peers[i].p);
+		model_free(peers[i].m);
+		free(peers[i].x);
+	}
+	free(pulled_x);
+}
+
+static void
+deliver(struct msg *q)
+{
+	if (q->to >= 0 && peers[q->to].up)
+		pull_recv(peers[q->to].p, now, peers[q->from].addr, q->type, q->buf, q->len);
+	drop(q);
+}
+
+/* Deliver the queue, and what that sends, in order; CHUNKs are put aside
+ * in held[] when hold is set, or lost when they come from lose. */
+static void
+pump(int hold, int lose)
+{
+	while (nq > 0) {
+		struct msg q = queue[0];
+
+		memmove(queue, queue + 1, (size_t)(nq - 1) * sizeof(queue[0]));
+		nq--;
+		if (q.type == PULL_T_CHUNK && q.from == lose) {
+			drop(&q);
+		} else if (q.type == PULL_T_CHUNK && hold) {
+			REQUIRE(nheld < QMAX);
+			held[nheld++] = q;
+		} else {
+			deliver(&q);
+		}
+	}
+}
+
+/* Live donors' addresses, the first n of them. */
+static size_t
+live(const char **out, int n)
+{
+	size_t k = 0;
+
+	for (int i = 1; i < npeers && (int)k < n; i++)
+		if (peers[i].up)
+			out[k++] = peers[i].addr;
+	return k;
+}
+
+static void
+members(int n)
+{
+	const char *addrs[NPEER];
+
+	pull_members(peers[0].p, now, addrs, live(addrs, n));
+}
+
+/* A counter of the joiner's stats section sect; -1 when absent. */
+static long long
+jstat(const char *sect, const char *key)
+{
+	json_t *o = json_object(), *s;
+	long long v = -1;
+
+	REQUIRE(pull_stats_json(peers[0].p, o) == 0);
+	if ((s = json_object_get(o, sect)) != NULL)
+		v = json_integer_value(json_object_get(s, key));
+	json_decref(o);
+	return v;
+}
+
+/* The donors the running pull chose, as peer indices; returns how many. */
+static int
+chosen(int out[PULL_MAX_DONORS])
+{
+	json_t *o = json_object(), *a;
+	int n = 0;
+
+	REQUIRE(pull_stats_json(peers[0].p, o) == 0);
+	a = json_object_get(json_object_get(o, "bootstrap"), "donors");
+	for (size_t i = 0; i < json_array_size(a); i++)
+		out[n++] = SIMNET_BY_ADDR(peers, npeers,
+		    json_string_value(json_array_get(a, i)));
+	json_decref(o);
+	return n;
+}
+
+/* Does the pulled model equal on [off, off + len) the mean of the models
+ * of donors who[0..n)? One donor's must come through bit for bit. */
+static int
+mean_of(size_t off, size_t len, const int *who, int n)
+{
+	for (size_t k = off; k < off + len; k++) {
+		float sum = 0;
+
+		for (int i = 0; i < n; i++)
+			sum += peers[who[i]].x[k];
+		if (n == 1 ? pulled_x[k] != sum : fabsf(pulled_x[k] - sum / (float)n) > 1e-5f) {
+			fprintf(stderr, "parameter %zu: %g, want %g\n", k, pulled_x[k],
+			    sum / (float)n);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Ask donor `to` for [off, off+len) as peer `from` and return its CHUNK,
+ * decoded, left in queue[0]. */
+static void
+ask(int from, int to, uint64_t id, uint64_t off, uint64_t len, struct pull_chunk *c)
+{
+	struct pull_req r = { id, off, len };
+	uint8_t buf[PULL_REQ_SIZE];
+
+	pull_req_encode(buf, &r);
+	pull_recv(peers[to].p, 0, peers[from].addr, PULL_T_PULL, buf, sizeof(buf));
+	REQUIRE(nq == 1 && queue[0].type == PULL_T_CHUNK && queue[0].to == from);
+	REQUIRE(pull_chunk_decode(queue[0].buf, queue[0].len, c) == 0);
+}
+
+static void
+flush(void)
+{
+	for (int i = 0; i < nq; i++)
+		drop(&queue[i]);
+	nq = 0;
+}
+
+static void
+test_codec_and_donor(void)
+{
+	uint8_t buf[PULL_CHUNK_HEADER + 8];
+	struct pull_chunk c;
+	struct pull_req r;
+	json_t *o;
+	float v[50];
+
+	setup(1);
+	/* An exact slice, with the donor's step. */
+	ask(0, 1, 5, 100, 50, &c);
+	CHECK(c.id == 5 && c.off == 100 && c.len == 50 && c.step == 11 && c.status == 0);
+	memcpy(v, c.values, sizeof(v));
+	CHECK(memcmp(v, peers[1].x + 100, sizeof(v)) == 0);
+	CHECK(pull_chunk_decode(queue[0].buf, 5, &c) == -EBADMSG);
+	CHECK(pull_chunk_decode(queue[0].buf, queue[0].len - 4, &c) == -EBADMSG);
+	flush();
+	/* The last chunk's length at the end of the model, then past it. */
+	ask(0, 1, 6, d - PULL_CHUNK_FLOATS, PULL_CHUNK_FLOATS, &c);
+	CHECK(c.status == 0 && c.len == PULL_CHUNK_FLOATS);
+	flush();
+	ask(0, 1, 7, d - 10, 50, &c);
+	CHECK(c.status == -ERANGE && c.id == 7 && queue[0].len == PULL_CHUNK_HEADER);
+	flush();
+	ask(0, 1, 8, 0, PULL_CHUNK_FLOATS + 1, &c);
+	CHECK(c.status == -ERANGE);
+	/* An error CHUNK carries nothing more; statuses are never positive. */
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, queue[0].buf, PULL_CHUNK_HEADER);
+	CHECK(pull_chunk_decode(buf, sizeof(buf), &c) == -EBADMSG);
+	wire_put_u32(buf + 32, 1);
+	CHECK(pull_chunk_decode(buf, PULL_CHUNK_HEADER, &c) == -EBADMSG);
+	flush();
+	/* The joiner serves nothing before its model is in. */
+	ask(1, 0, 9, 0, 10, &c);
+	CHECK(c.status == -EAGAIN);
+	flush();
+	/* A PULL of the wrong size goes unanswered, counted. */
+	pull_recv(peers[1].p, 0, peers[0].addr, PULL_T_PULL, buf, PULL_REQ_SIZE - 1);
+	CHECK(nq == 0 && pull_req_decode(buf, PULL_REQ_SIZE + 1, &r) == -EBADMSG);
+	/* Own values not finite: an error, never the values. */
+	peers[1].x[3] = NAN;
+	REQUIRE(model_restore(peers[1].m, peers[1].x, NULL) == 0);
+	ask(0, 1, 10, 0, 10, &c);
+	CHECK(c.status == -EDOM);
+	flush();
+	o = json_object();
+	CHECK(pull_stats_json(peers[1].p, o) == 0);
+	CHECK(json_integer_value(json_object_get(json_object_get(o, "pull"),
+	    "chunks_served")) == 2);
+	CHECK(json_integer_value(json_object_get(json_object_get(o, "pull"), "malformed")) == 1);
+	CHECK(json_integer_value(json_object_get(json_object_get(o, "pull"),
+	    "own_nonfinite")) == 1);
+	CHECK(json_object_get(o, "bootstrap") == NULL);
+	json_decref(o);
+	teardown();
+}
+
+/* n live donors (more than PULL_MAX_DONORS: the pull picks three). */
+static void
+test_join(int n)
+{
+	int who[PULL_MAX_DONORS], k;
+	struct pull_chunk c;
+	uint64_t step = 0;
+
+	setup(n);
+	members(n);
+	if (n < PULL_MAX_DONORS) {
+		/* Fewer than three: the joiner waits for more first. */
+		CHECK(nq == 0 && jstat("bootstrap", "chunks") == -1);
+		CHECK(pull_tick(peers[0].p, 0.5) == PULL_DONOR_WAIT);
+		now = PULL_DONOR_WAIT;
+		members(n);
+	}
+	k = chosen(who);
+	CHECKF(k == (n < PULL_MAX_DONORS ? n : PULL_MAX_DONORS), "%d donors of %d", k, n);
+	CHECK(nq == 2 * k && jstat("bootstrap", "requests") == 2 * k);
+	CHECK(jstat("bootstrap", "chunks") == 2);
+	CHECK(pull_tick(peers[0].p, now) == now + TIMEOUT);
+	/* Still pulling: a PULL to the joiner is refused. */
+	pump(1, -1);
+	ask(1, 0, 1, 0, 10, &c);
+	CHECK(c.status == -EAGAIN);
+	flush();
+	/* Every answer in: the average, the highest step, the donors. */
+	for (int i = 0; i < nheld; i++)
+		deliver(&held[i]);
+	nheld = 0;
+	CHECKF(pulled == 1, "%d donors: pulled %d times", n, pulled);
+	CHECK(mean_of(0, d, who, k));
+	for (int i = 0; i < k; i++) {
+		CHECK(strstr(pulled_donors, peers[who[i]].addr) != NULL);
+		if (10 + (uint64_t)who[i] > step)
+			step = 10 + (uint64_t)who[i];
+	}
+	CHECK(pulled_step == step);
+	CHECK(jstat("bootstrap", "chunks") == -1 && jstat("pull", "chunks_served") == 0);
+	CHECK(pull_tick(peers[0].p, now + 10) < 0);
+	/* Done: a donor now, and the member list moves it no more. */
+	ask(1, 0, 2, 0, 10, &c);
+	CHECK(c.status == 0 && memcmp(c.values, pulled_x, 10 * sizeof(float)) == 0);
+	flush();
+	members(n);
+	CHECK(nq == 0 && pulled == 1);
+	teardown();
+}
+
+/* A donor that goes down mid-pull: the others make up for it. All of them
+ * gone: the next members shown are asked. */
+static void
+test_donor_down(void)
+{
+	int who[PULL_MAX_DONORS], rest[PULL_MAX_DONORS], nrest = 0, gone;
+
+	setup(4);
+	members(4);
+	REQUIRE(chosen(who) == 3);
+	/* The first chunk from everyone, then the first donor dies. */
+	pump(1, -1);
+	for (int i = 0; i < nheld; i++)
+		if (wire_get_u64(held[i].buf + 8) == 0)
+			deliver(&held[i]);
+		else
+			queue[nq++] = held[i];
+	nheld = 0;
+	gone = who[0];
+	peers[gone].up = 0;
+	pull_donor_down(peers[0].p, now, peers[gone].addr);
+	CHECK(pulled == 0);
+	pump(0, -1);
+	CHECK(pulled == 1);
+	for (int i = 1; i < 3; i++)
+		rest[nrest++] = who[i];
+	CHECK(mean_of(0, PULL_CHUNK_FLOATS, who, 3));
+	CHECK(mean_of(PULL_CHUNK_FLOATS, d - PULL_CHUNK_FLOATS, rest, nrest));
+	teardown();
+
+	/* Three donors of four offered, all gone before answering. */
+	setup(4);
+	members(3);
+	REQUIRE(chosen(who) == 3 && who[0] != 4 && who[1] != 4 && who[2] != 4);
+	flush();
+	for (int i = 0; i < 3; i++) {
+		CHECK(jstat("bootstrap", "chunks") == 2);
+		peers[who[i]].up = 0;
+		pull_donor_down(peers[0].p, now, peers[who[i]].addr);
+	}
+	CHECK(pulled == 0 && jstat("bootstrap", "chunks") == -1);
+	/* A down address that is no donor changes nothing. */
+	pull_donor_down(peers[0].p, now, "10.9.9.9:1");
+	/* The fourth is shown next: pulled from it alone, bit for bit. The
+	 * first time the daemon refuses the result: asked again. */
+	now = 5;
+	pulled_rc = -EIO;
+	members(4);
+	CHECK(nq == 2);
+	pump(0, -1);
+	CHECK(pulled == 1 && jstat("bootstrap", "chunks") == -1);
+	pulled_rc = 0;
+	members(4);
+	pump(0, -1);
+	who[0] = 4;
+	CHECK(pulled == 2 && mean_of(0, d, who, 1) && pulled_step == 14);
+	CHECK(strcmp(pulled_donors, peers[4].addr) == 0);
+	teardown();
+}
+
+/* Deadlines: a silent donor fails at the deadline and the others'
+ * answers stand; a chunk nobody answered is asked again, and the late
+ * answers to the first asking are dropped as stale. */
+static void
+test_deadline(void)
+{
+	int who[PULL_MAX_DONORS], rest[PULL_MAX_DONORS];
+
+	setup(3);
+	members(3);
+	REQUIRE(chosen(who) == 3);
+	pump(0, who[2]);
+	CHECK(pulled == 0);
+	CHECK(pull_tick(peers[0].p, TIMEOUT - 0.1) == TIMEOUT);
+	CHECK(pull_tick(peers[0].p, TIMEOUT) < 0);
+	CHECK(pulled == 1);
+	rest[0] = who[0];
+	rest[1] = who[1];
+	CHECK(mean_of(0, d, rest, 2));
+	teardown();
+
+	setup(3);
+	members(3);
+	REQUIRE(chosen(who) == 3);
+	pump(1, -1);
+	CHECK(nheld == 6);
+	now = TIMEOUT;
+	CHECK(pull_tick(peers[0].p, now) == now + TIMEOUT);
+	CHECK(jstat("bootstrap", "timeouts") == 6 && jstat("bootstrap", "reasked") == 2);
+	CHECK(jstat("bootstrap", "requests") == 12 && nq == 6);
+	for (int i = 0; i < nheld; i++)
+		deliver(&held[i]);
+	nheld = 0;
+	CHECK(jstat("bootstrap", "stale") == 6 && pulled == 0);
+	pump(0, -1);
+	CHECK(pulled == 1 && mean_of(0, d, who, 3));
+	teardown();
+}
+
+/* Chunk 0 of donor a (held[at]), altered by how and delivered. */
+static void
+deliver_altered(int at, int how, int as)
+{
+	struct msg q = held[at];
+	uint8_t *buf = xmalloc(q.len);
+	size_t len = q.len;
+
+	memcpy(buf, q.buf, len);
+	switch (how) {
+	case 0: len = 5; break;                                 /* short header */
+	case 1: len -= 4; break;                                /* a value short */
+	case 2: wire_put_u32(buf + 32, 7); break;               /* bad status */
+	case 3: wire_put_u64(buf, wire_get_u64(buf) | 7); break; /* no such chunk */
+	case 4: break;                                          /* as another */
+	case 5: wire_put_u64(buf + 8, 8); break;                /* misplaced */
+	}
+	pull_recv(peers[0].p, now, peers[as].addr, PULL_T_CHUNK, buf, len);
+	free(buf);
+}
+
+static void
+test_bad_chunks(void)
+{
+	int who[PULL_MAX_DONORS], a, at = -1;
+	long long stale;
+
+	setup(3);
+	members(3);
+	REQUIRE(chosen(who) == 3);
+	a = who[0];
+	pump(1, -1);
+	for (int i = 0; i < nheld; i++)
+		if (held[i].from == a && wire_get_u64(held[i].buf + 8) == 0)
+			at = i;
+	REQUIRE(at >= 0);
+	for (int how = 0; how < 4; how++)
+		deliver_altered(at, how, a);
+	CHECK(jstat("bootstrap", "malformed") == 4);
+	deliver_altered(at, 4, who[1]);
+	CHECK(jstat("bootstrap", "stale") == 1);
+	deliver_altered(at, 5, a);
+	CHECK(jstat("bootstrap", "refused") == 1);
+	/* The genuine one is too late now; the rest arrive last first. */
+	for (int i = nheld - 1; i >= 0; i--)
+		deliver(&held[i]);
+	nheld = 0;
+	CHECK(pulled == 1);
+	CHECK(mean_of(0, PULL_CHUNK_FLOATS, who + 1, 2));
+	CHECK(mean_of(PULL_CHUNK_FLOATS, d - PULL_CHUNK_FLOATS, who, 3));
+	/* A chunk with no pull running is counted, not kept. */
+	stale = jstat("pull", "stale");
+	pull_recv(peers[0].p, now, peers[a].addr, PULL_T_CHUNK, (const uint8_t *)"x", 1);
+	CHECK(jstat("pull", "stale") == stale + 1);
+	teardown();
+}
+
+/* How many donors the running pull dropped for reason why. */
+static long long
+rejected(const char *why)
+{
+	json_t *o = json_object();
+	long long v;
+
+	REQUIRE(pull_stats_json(peers[0].p, o) == 0);
+	v = json_integer_value(json_object_get(json_object_get(json_object_get(o,
+	    "bootstrap"), "rejected"), why));
+	json_decref(o);
+	return v;
+}
+
+/* A donor whose first chunk holds a NaN (k = 0) or lies far from the
+ * others' (k = 1) is dropped for the whole model, its second chunk, in
+ * before the first was judged, included. */
+static void
+test_poison(void)
+{
+	static const char *const why[] = { "nonfinite", "far" };
+
+	for (int k = 0; k < 2; k++) {
+		int who[PULL_MAX_DONORS], bad;
+
+		setup(3);
+		members(3);
+		REQUIRE(chosen(who) == 3);
+		bad = who[2];
+		pump(1, -1);
+		/* The bad donor's chunks go first, the others after. */
+		for (int i = 0; i < nheld; i++) {
+			float *v = (float *)(held[i].buf + PULL_CHUNK_HEADER);
+
+			if (held[i].from != bad)
+				continue;
+			if (wire_get_u64(held[i].buf + 8) == 0 && k == 0)
+				v[7] = NAN;
+			for (size_t j = 0; wire_get_u64(held[i].buf + 8) == 0 && k == 1 &&
+			    j < PULL_CHUNK_FLOATS; j++)
+				v[j] *= 1e5f;
+			queue[nq++] = held[i];
+		}
+		for (int i = 0; i < nheld; i++)
+			if (held[i].from != bad)
+				queue[nq++] = held[i];
+		nheld = 0;
+		/* All but the last answer in: judged, not done. */
+		while (nq > 1) {
+			deliver(&queue[0]);
+			memmove(queue, queue + 1, (size_t)--nq * sizeof(queue[0]));
+		}
+		CHECKF(pulled == 0 && rejected(why[k]) == 1 && rejected(why[1 - k]) == 0,
+		    "case %d: pulled %d, rejected %lld", k, pulled, rejected(why[k]));
+		pump(0, -1);
+		CHECKF(pulled == 1, "case %d: not done", k);
+		CHECK(mean_of(0, d, who, 2));
+		CHECK(strstr(pulled_donors, peers[bad].addr) != NULL);
+		teardown();
+	}
+}
+
+int
+main(void)
+{
+	if (sodium_init() < 0)
+		return 99;
+	log_set_level(LOG_ERROR);
+	test_codec_and_donor();
+	for (int n = 1; n <= 4; n++)
+		test_join(n);
+	test_donor_down();
+	test_deadline();
+	test_bad_chunks();
+	test_poison();
+	return check_exit("test_pull");
+}
