@@ -51,7 +51,11 @@ for i in $(seq 0 $((N - 1))); do
 done
 echo "$N peers on 127.0.0.1:$BASE-$((BASE + N - 1)), a torch_cnn.py attached to each;" \
 	"job key and logs in $FLEET_DIR"
-echo "   time  peer  trainer     step     acc    loss  exch  consensus   sent MB"
+echo "   time  peer trainer     step     acc    loss   exch  consensus   sent MB"
+# One line of a peer's status: the table's columns, "-" for what is not known yet.
+LINE='def pad($n): tostring | " " * ($n - length) + .;
+def num($x; $k): if $x == null or $x < 0 then "-" else $x * $k | round / $k end;
+"\($t + "s" | pad(7))  p\($i)   \(.attach.state | . + " " * (9 - length))\(.step | pad(7))  \(num(.accuracy; 10000) | pad(6))  \(num(.loss; 1000) | pad(6))  \(.exchanges | pad(5))  \(num(.consensus_distance; 100000) | pad(9))  \(.bytes_sent / 1e6 * 100 | round / 100 | pad(8))"'
 
 # From here on a failing gossipctl or jq (one killed by Ctrl-C, say) must
 # not end the script before it reports.
@@ -59,8 +63,8 @@ set +e
 start=$(date +%s)
 while [ $interrupted -eq 0 ]; do
 	for i in $(seq 0 $((N - 1))); do
-		fleet_ctl "p$i" --json status 2>/dev/null | fleet_json '"  \($t|tonumber|tostring|.+"s"|(" "*(5-length))+.)  p\($i)    \(.attach.state|.+(" "*(8-length)))  \(.step|tostring|(" "*(6-length))+.)  \(if .accuracy < 0 then "  -   " else (.accuracy*10000|round/10000|tostring) end)  \(.loss*1000|round/1000)  \(.exchanges|tostring|(" "*(4-length))+.)  \(if .consensus_distance == null then "-" else (.consensus_distance*100000|round/100000|tostring) end)  \(.bytes_sent/1e6*100|round/100)"' \
-			--arg t "$(($(date +%s) - start))" --arg i "$i"
+		fleet_ctl "p$i" --json status 2>/dev/null |
+			fleet_json "$LINE" --arg t "$(($(date +%s) - start))" --arg i "$i"
 	done
 	training=0
 	for i in $(seq 0 $((N - 1))); do fleet_alive "$(fleet_pid "t$i")" && training=$((training + 1)); done

@@ -103,8 +103,8 @@ class _Connection:
             hint = ""
             if e.errno in (errno.ENOENT, errno.ECONNREFUSED):
                 hint = " (is a gossipd peer with --trainer external running there?)"
-            raise AttachError(e.errno, "cannot connect to %s: %s%s" %
-                              (path, e.strerror, hint)) from None
+            raise AttachError(_errno(e), "cannot connect to %s: %s%s" %
+                              (path, e.strerror or e, hint)) from None
 
     def close(self):
         self._sock.close()
@@ -112,8 +112,8 @@ class _Connection:
     def request(self, cmd, want_fd=False, **fields):
         """Sends {"cmd": CMD, **fields} and returns the reply, without "ok";
         with want_fd, returns (reply, fd) where fd is the descriptor that came
-        with it (or None). Raises AttachError on a refusal and OSError when
-        the connection fails."""
+        with it (or None). Raises AttachError on a refusal (errno None), and
+        AttachError (with an errno) or OSError when the connection fails."""
         fields = dict(cmd=cmd, **fields)
         self._sock.sendall(json.dumps(fields, separators=(",", ":")).encode() + b"\n")
         fds = []
@@ -124,7 +124,7 @@ class _Connection:
             except ValueError:
                 raise AttachError(errno.EPROTO, "%s: reply to %s is not JSON: %r" %
                                   (self.path, cmd, line[:200])) from None
-            if not isinstance(reply, dict) or reply.get("ok") not in (True, False):
+            if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
                 raise AttachError(errno.EPROTO, "%s: malformed reply to %s: %r" %
                                   (self.path, cmd, line[:200]))
             if not reply.pop("ok"):
@@ -155,7 +155,8 @@ class _Connection:
                 data, got, flags, _ = socket.recv_fds(self._sock, MAX_LINE, 1)
                 fds.extend(got)
                 if flags & socket.MSG_CTRUNC:
-                    raise AttachError(errno.EPROTO, "%s: too many descriptors came with a reply" %
+                    raise AttachError(errno.EPROTO, "%s: a descriptor that came with a reply "
+                                      "was cut off (too many, or too many files open here)" %
                                       self.path)
             if not data:
                 raise AttachError(errno.ECONNRESET, "%s: gossipd closed the connection" %
@@ -163,6 +164,11 @@ class _Connection:
             self._pending += data
         line, _, self._pending = self._pending.partition(b"\n")
         return line
+
+
+def _errno(e):
+    """The errno of the OSError E; a timeout has none of its own."""
+    return errno.ETIMEDOUT if isinstance(e, TimeoutError) else e.errno or errno.EIO
 
 
 def _shared_tensors(model, buffers):
@@ -225,7 +231,7 @@ class Peer:
             req = dict(version=PROTOCOL_VERSION, params=self.params, dtype="float32")
             if name is not None:
                 req["name"] = name
-            reply, fd = self._conn.request("attach", want_fd=True, **req)
+            reply, fd = self._request("attach", want_fd=True, **req)
             self._map(reply, fd)
             self.fresh = reply["fresh"]
             self.step_count = reply["step"]
@@ -361,22 +367,24 @@ class Peer:
         """Asks the peer to leave the job: its next step reply says stop."""
         return self._request("leave")
 
-    def _request(self, cmd, **fields):
-        """One request on the attachment. A refusal leaves it as it was; a
-        failed connection (a timeout, a reset, garbage) ends it, since the
-        daemon then counts this process as gone."""
+    def _request(self, cmd, want_fd=False, **fields):
+        """One request on the attachment (see _Connection.request). A refusal
+        leaves it as it was; a failed connection (a timeout, a reset,
+        garbage) ends it, since the daemon then counts this process as gone."""
         self._check_open()
         try:
-            return self._conn.request(cmd, **fields)
+            return self._conn.request(cmd, want_fd=want_fd, **fields)
         except AttachError as e:
             if e.errno is not None:
                 self._drop()
             raise
         except OSError as e:
             self._drop()
-            code = errno.ETIMEDOUT if isinstance(e, TimeoutError) else e.errno or errno.EIO
-            raise AttachError(code, "%s: connection to gossipd lost: %s" %
-                              (cmd, e.strerror or e)) from None
+            if isinstance(e, TimeoutError):
+                why = "no reply within the timeout; the connection is closed"
+            else:
+                why = "connection to gossipd lost: %s" % (e.strerror or e)
+            raise AttachError(_errno(e), "%s: %s" % (cmd, why)) from None
 
     def close(self):
         """Detaches: the model keeps its current values in memory of its own,
@@ -435,8 +443,10 @@ def attach(model, socket=None, job="default", buffers=False, name=None,
     The parameters, in the order of model.parameters(), then with BUFFERS its
     floating-point buffers, become views of the memory the daemon shares.
     NAME is shown in the peer's status. TIMEOUT bounds each wait for a reply
-    (seconds; None waits for ever). Raises AttachError when the daemon
-    refuses (another process is attached, the sizes differ from the job's,
-    the peer is leaving) or cannot be reached.
+    (seconds; None waits for ever). A joining peer (gossipd --join) answers
+    once it has pulled the job's model from its donors: attach waits for
+    that, then starts from the donors' model and step. Raises AttachError
+    when the daemon refuses (another process is attached, the sizes differ
+    from the job's, the peer is leaving) or cannot be reached.
     """
     return Peer(model, socket=socket, job=job, buffers=buffers, name=name, timeout=timeout)
