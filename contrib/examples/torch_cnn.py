@@ -88,7 +88,8 @@ def shard(arg):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description="A small CNN on Fashion-MNIST, its parameters "
+                                 "shared with a gossipd peer started with --trainer external.")
     ap.add_argument("--socket", help="the peer's control socket (default: the job's, "
                     "as gossipctl's)")
     ap.add_argument("--job", default="default", help="job name for the default socket")
@@ -160,7 +161,8 @@ def main():
         loss.backward()
         opt.step()
         step += 1
-        losses.append(loss.item())
+        loss = loss.item()
+        losses.append(loss)
 
         report = {}
         if step == total or (args.eval_every and step % args.eval_every == 0):
@@ -174,13 +176,13 @@ def main():
                 " mixes %d" % peer.mixes if peer else ""), flush=True)
             losses = []
         # gossipd: a step boundary; False when the peer is leaving.
-        if peer and not peer.step(loss=loss.item(), samples=len(idx), epoch=epoch, **report):
+        if peer and not peer.step(loss=loss, samples=len(idx), epoch=epoch, **report):
             print("the peer is leaving: training ends at step %d" % step, flush=True)
             break
     took = time.perf_counter() - t0
 
     if peer:
-        if args.leave:
+        if args.leave and not peer.stopped:
             peer.leave()
         peer.close()        # gossipd: detach; the model keeps its values
     if evaluated != step or acc is None:
@@ -192,4 +194,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except gossipd.AttachError as e:
+        sys.exit("torch_cnn.py: %s" % e)
