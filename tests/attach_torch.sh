@@ -5,7 +5,8 @@
 # peers exchange, both reach a low accuracy bar; once the processes have
 # closed, the daemons stay up and show them detached, and a process that
 # attaches again gets the job's model (fresh false, its step, its accuracy),
-# the same values each time.
+# the same values each time; a joiner's process gets the model its daemon
+# pulled from the donors.
 . "$(dirname "$0")/fleet.sh"
 fleet_need_data
 "$PYTHON" -c 'import torch' 2>/dev/null || fleet_skip "$PYTHON cannot import torch (apt-get install python3-torch)"
@@ -55,6 +56,33 @@ for p in a b; do
 	[ "$step" = $STEPS ] || fleet_fail "$p is at step $step, want $STEPS"
 done
 fleet_ok "both exchanged; both daemons up, detached, at step $STEPS"
+
+# A joiner's process starts from the model its daemon pulled from the
+# donors (a and b): its attach is answered once the pull is done, at the
+# donors' step, and the model it gets scores within 2 points of theirs.
+joiner() {
+	fleet_port "FLEET_PORT[c]"
+	fleet_gossipd c --listen "127.0.0.1:${FLEET_PORT[c]}" --key-file "$FLEET_DIR/key" \
+		--join "127.0.0.1:${FLEET_PORT[a]}" --trainer external
+	fleet_wait_up c
+}
+donors=
+for p in a b; do
+	out=$("${PROBE[@]}" "$FLEET_DIR/$p.sock" 2>&1) || fleet_fail "probe of donor $p: $out"
+	donors+=" $(fleet_json .accuracy <<<"$out")"
+	fleet_wait_status "$p" .attach.state detached "show the probe detached" 10
+done
+fleet_up joiner
+out=$("${PROBE[@]}" "$FLEET_DIR/c.sock" 2>&1) || fleet_fail "probe of the joiner: $out"
+grep -q "bootstrap: model pulled" "$FLEET_LOGS/c.log" || fleet_fail "c did not pull: $(fleet_tail c)"
+[ "$(fleet_json '"\(.fresh) \(.step)"' <<<"$out")" = "false $STEPS" ] ||
+	fleet_fail "the joiner's process did not get the pulled model at step $STEPS: $out"
+jacc=$(fleet_json .accuracy <<<"$out")
+"$PYTHON" -c "import sys; d = [$(tr ' ' ',' <<<"${donors# }")]; sys.exit(0 if $jacc >= min(d) - 0.02 else 1)" ||
+	fleet_fail "the joiner's model scores $jacc, the donors'$donors"
+fleet_ctl c leave >/dev/null || fleet_fail "c: leave"
+fleet_wait_exit c 30 || fleet_fail "c: leave exited $?: $(fleet_tail c)"
+fleet_ok "a joiner's process starts from the pulled model: accuracy $jacc, donors'$donors"
 
 # Without b, nothing moves a's values any more: two processes attaching one
 # after the other must get the same ones.
