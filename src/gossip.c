@@ -420,6 +420,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 	size_t vs, block, rlen;
 	struct errbuf why;
 	double density, rms = 0;
+	int rc;
 	uint8_t *w;
 
 	if (len < GOSSIP_REQ_HEADER || buf[0] != GOSSIP_VERSION || buf[1] > GOSSIP_DENSE ||
@@ -482,9 +483,15 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
 	}
-	if (model_average_in(g->m, g->serve.mask.r, g->serve.mask.n, g->serve.theirs) < 0) {
-		g->refused++;
-		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+	/* -EBUSY: an external trainer holds the model and its queue of
+	 * mixes is full; the partner may try another peer. */
+	if ((rc = model_average_in(g->m, g->serve.mask.r, g->serve.mask.n,
+	    g->serve.theirs)) < 0) {
+		if (rc == -EBUSY)
+			g->busy_out++;
+		else
+			g->refused++;
+		gossip_reply_status(g, from, nonce, rc == -EBUSY ? REPLY_BUSY : REPLY_REFUSED);
 		return;
 	}
 	w = g->serve.wire;
