@@ -55,6 +55,20 @@ struct backend {
 	int concurrent_reads;
 };
 
+/* Memory an external training process shares with the daemon: d = 0 until
+ * backend_shared_bind gives it the vector (the process announces its size
+ * when it attaches). It gathers, mixes, snapshots and restores; the
+ * process does the arithmetic, so the training operations are -ENOTSUP. */
+int backend_shared_new(struct backend **out, struct errbuf *err);
+/* mem (d floats) is borrowed: it must outlive the backend. */
+void backend_shared_bind(struct backend *b, float *mem, size_t d);
+
+/* Gather and mix on d floats in host memory (backends on host memory). */
+int backend_host_gather(const float *x, const struct model_range *r, size_t nr,
+    float *values);
+int backend_host_average_in(float *x, const struct model_range *r, size_t nr,
+    const float *values);
+
 int backend_cpu_new(const struct model_spec *spec, const struct backend_opts *o,
     struct backend **out, struct errbuf *err);
 /* Returns -ENOTSUP with a clear message when built without CUDA, and a

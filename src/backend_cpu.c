@@ -347,33 +347,44 @@ cpu_evaluate(struct backend *b, const float *x, const uint8_t *y, int n,
 	return 0;
 }
 
-/* Ranges are checked by the model before they get here. */
-static int
-cpu_gather(struct backend *b, const struct model_range *r, size_t nr, float *values)
+/* The host-memory gather and mix, also the backend's over an external
+ * trainer's memory (backend_shared.c). Ranges are checked by the model
+ * before they get here. */
+int
+backend_host_gather(const float *x, const struct model_range *r, size_t nr, float *values)
 {
-	struct backend_cpu *c = (struct backend_cpu *)b;
-
 	for (size_t i = 0; i < nr; i++) {
-		memcpy(values, c->x + r[i].off, r[i].len * sizeof(float));
+		memcpy(values, x + r[i].off, r[i].len * sizeof(float));
+		values += r[i].len;
+	}
+	return 0;
+}
+
+int
+backend_host_average_in(float *x, const struct model_range *r, size_t nr,
+    const float *values)
+{
+	for (size_t i = 0; i < nr; i++) {
+		float *restrict y = x + r[i].off;
+
+		for (size_t j = 0; j < r[i].len; j++)
+			y[j] = (y[j] + values[j]) * 0.5f;
 		values += r[i].len;
 	}
 	return 0;
 }
 
 static int
+cpu_gather(struct backend *b, const struct model_range *r, size_t nr, float *values)
+{
+	return backend_host_gather(((struct backend_cpu *)b)->x, r, nr, values);
+}
+
+static int
 cpu_average_in(struct backend *b, const struct model_range *r, size_t nr,
     const float *values)
 {
-	struct backend_cpu *c = (struct backend_cpu *)b;
-
-	for (size_t i = 0; i < nr; i++) {
-		float *restrict x = c->x + r[i].off;
-
-		for (size_t j = 0; j < r[i].len; j++)
-			x[j] = (x[j] + values[j]) * 0.5f;
-		values += r[i].len;
-	}
-	return 0;
+	return backend_host_average_in(((struct backend_cpu *)b)->x, r, nr, values);
 }
 
 static const struct backend_ops cpu_ops = {

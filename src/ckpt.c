@@ -214,8 +214,11 @@ static int
 ckpt_check_spec(const char *what, const struct model_spec *spec, size_t d,
     struct errbuf *err)
 {
+	/* An external trainer's vector: no layers, any size. */
+	if (spec->nlayers == 0)
+		return d >= 1 ? 0 : errbuf_set(err, -EINVAL, "%s: empty flat vector", what);
 	if (spec->nlayers < 1 || spec->nlayers > MODEL_MAX_LAYERS)
-		return errbuf_set(err, -EINVAL, "%s: model has %d layers (1 to %d allowed)",
+		return errbuf_set(err, -EINVAL, "%s: model has %d layers (0 to %d allowed)",
 		    what, spec->nlayers, MODEL_MAX_LAYERS);
 	for (int i = 0; i <= spec->nlayers; i++)
 		if (spec->sizes[i] < 1 || spec->sizes[i] > CKPT_MAX_UNITS)
@@ -374,16 +377,18 @@ ckpt_decode_header(const char *path, const unsigned char *h, off_t size,
 		    "%s: file size %jd does not match d = %" PRIu64 " in its header "
 		    "(truncated or corrupt)", path, (intmax_t)size, d);
 	nl = wire_get_u32(h + CKPT_HOFF(nlayers));
-	if (nl < 1 || nl > GD_CKPT_MAX_LAYERS)
-		return errbuf_set(err, -EINVAL, "%s: %" PRIu32 " layers (1 to %d allowed)",
+	if (nl > GD_CKPT_MAX_LAYERS)
+		return errbuf_set(err, -EINVAL, "%s: %" PRIu32 " layers (0 to %d allowed)",
 		    path, nl, GD_CKPT_MAX_LAYERS);
 	memset(&st->spec, 0, sizeof(st->spec));
 	st->spec.nlayers = (int)nl;
 	for (uint32_t i = 0; i <= GD_CKPT_MAX_LAYERS; i++) {
 		uint32_t s = wire_get_u32(h + CKPT_HOFF(sizes) + 4 * i);
 
-		if (i > nl && s != 0)
+		if ((i > nl || nl == 0) && s != 0)
 			return errbuf_set(err, -EINVAL, "%s: size set past the last layer", path);
+		if (nl == 0)
+			continue;
 		if (i <= nl && (s < 1 || s > CKPT_MAX_UNITS))
 			return errbuf_set(err, -EINVAL, "%s: layer size %" PRIu32 " out of range",
 			    path, s);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attach.h"
 #include "commands.h"
 #include "gossip.h"
 #include "gossipd/control.h"
@@ -53,7 +54,13 @@ commands_state(struct daemon *d, const struct train_progress *p)
 {
 	if (d->leaving)
 		return p->state == TRAIN_FAILED ? "failed" : "leaving";
-	if ((d->member != NULL && !member_joined(d->member)) || d->trainer == NULL)
+	if (d->member != NULL && !member_joined(d->member))
+		return "joining";
+	if (d->attach != NULL && d->must_pull)
+		return "joining";
+	if (d->attach != NULL && d->model->d == 0)
+		return "waiting";
+	if (d->trainer == NULL && d->attach == NULL)
 		return "joining";
 	return commands_state_name(p->state);
 }
@@ -85,6 +92,11 @@ commands_status(struct daemon *d)
 	    "elapsed", p.elapsed, "members", members, "bytes_sent", (json_int_t)sent,
 	    "bytes_received", (json_int_t)received, "exchanges",
 	    (json_int_t)(d->gossip ? gossip_exchanges(d->gossip) : 0));
+	if (st != NULL) {
+		json_object_set_new(st, "trainer", json_string(d->attach ? "external" : "builtin"));
+		if (d->attach != NULL)
+			json_object_set_new(st, "attach", attach_status(d->attach));
+	}
 	if (st != NULL && d->gossip != NULL) {
 		double dist = gossip_consensus_distance(d->gossip), waited;
 		json_t *net = json_object();
@@ -246,13 +258,16 @@ commands_do_checkpoint(struct daemon *d, uint64_t client, json_t *req, json_t **
 		*reply = control_error("peer is leaving; its final checkpoint is on the way");
 		return CONTROL_REPLIED;
 	}
-	if (d->trainer == NULL) {
-		*reply = control_error("peer is still joining: no model to save yet");
+	if (d->trainer == NULL && (d->attach == NULL || d->model->d == 0)) {
+		*reply = control_error(d->attach != NULL ?
+		    "no training process has attached yet: no model to save" :
+		    "peer is still joining: no model to save yet");
 		return CONTROL_REPLIED;
 	}
 	pc = xmalloc(sizeof(*pc));
 	pc->client = client;
-	pc->ticket = train_request_checkpoint(d->trainer);
+	pc->ticket = d->trainer != NULL ? train_request_checkpoint(d->trainer) :
+	    attach_request_checkpoint(d->attach);
 	pc->next = d->pending;
 	d->pending = pc;
 	return CONTROL_DEFERRED;
@@ -319,6 +334,45 @@ commands_do_version(struct daemon *d, uint64_t client, json_t *req, json_t **rep
 	return CONTROL_REPLIED;
 }
 
+/* The attach requests go to the external trainer, if this peer has one. */
+static int
+commands_no_attach(struct daemon *d, json_t **reply)
+{
+	if (d->attach != NULL)
+		return 0;
+	*reply = control_error("this peer's trainer is builtin (start gossipd with "
+	    "--trainer external to attach a training process)");
+	return 1;
+}
+
+static int
+commands_do_attach(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
+{
+	if (commands_no_attach(d, reply))
+		return CONTROL_REPLIED;
+	if (d->leaving || d->stopping) {
+		*reply = control_error("the peer is leaving");
+		return CONTROL_REPLIED;
+	}
+	return attach_on_attach(d->attach, client, req, reply);
+}
+
+static int
+commands_do_step(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
+{
+	if (commands_no_attach(d, reply))
+		return CONTROL_REPLIED;
+	return attach_on_step(d->attach, client, req, reply);
+}
+
+static int
+commands_do_detach(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
+{
+	if (commands_no_attach(d, reply))
+		return CONTROL_REPLIED;
+	return attach_on_detach(d->attach, client, req, reply);
+}
+
 static const struct {
 	const char *name;
 	const char *args;
@@ -326,6 +380,7 @@ static const struct {
 } commands[] = {
 #define COMMANDS_ROW(name, args, help) { #name, args, commands_do_##name },
 	GD_COMMANDS(COMMANDS_ROW)
+	GD_ATTACH_COMMANDS(COMMANDS_ROW)
 #undef COMMANDS_ROW
 };
 

@@ -122,6 +122,9 @@ static const struct config_key config_keys[] = {
 	  "train on shard I of N of the training set (default: 0/1)" },
 	{ "partition", 0, "iid|dirichlet:A", CT_CUSTOM, OFF(partition), 0, 0, config_parse_partition, 0,
 	  "how the training set is cut into shards (default: iid)" },
+	{ "trainer", 0, "builtin|external", CT_ENUM, OFF(trainer), 0, 0, NULL, 0,
+	  "train the built-in MLP here, or let a training process attach through the control"
+	  " socket (gossipd-attach(7)); external loads no data (default: builtin)" },
 	{ "model", 0, "SPEC", CT_CUSTOM, OFF(model), 0, 0, config_parse_model, 0,
 	  "MLP layer sizes (default: 784-256-128-10)" },
 	{ "device", 0, "cpu|cuda[:N]", CT_STR, OFF(device), 0, 0, config_parse_device, 0,
@@ -573,14 +576,16 @@ config_rule_probe(const struct config *c, struct errbuf *err)
 
 /* The mask of a saps exchange must be buildable for this model: the same
  * check a peer's request goes through (mask_check), on the parameter
- * count the model spec gives. */
+ * count the model spec gives, or an external trainer's once it is known
+ * (its attach is refused when they do not fit). */
 static int
 config_rule_mask(const struct config *c, struct errbuf *err)
 {
 	struct errbuf why = { "" };
+	size_t d = c->trainer == TRAINER_EXTERNAL ? c->shared_params :
+	    model_spec_nparams(&c->model);
 
-	if (mask_check(model_spec_nparams(&c->model), c->density, (size_t)c->mask_block,
-	    &why) < 0)
+	if (d > 0 && mask_check(d, c->density, (size_t)c->mask_block, &why) < 0)
 		return errbuf_set(err, -EINVAL, "mask_block: %s", why.msg);
 	return 0;
 }
@@ -596,7 +601,8 @@ config_rule_resume(const struct config *c, struct errbuf *err)
 static int
 config_rule_model(const struct config *c, struct errbuf *err)
 {
-	if (c->model.sizes[0] != 784 || c->model.sizes[c->model.nlayers] != 10)
+	if (c->trainer == TRAINER_BUILTIN &&
+	    (c->model.sizes[0] != 784 || c->model.sizes[c->model.nlayers] != 10))
 		return errbuf_set(err, -EINVAL,
 		    "model: Fashion-MNIST needs 784 inputs and 10 outputs");
 	return 0;

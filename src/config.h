@@ -19,6 +19,9 @@
 #include "util.h"
 
 enum lr_schedule { LR_COSINE, LR_STEP, LR_CONSTANT };
+/* Who trains: the trainer thread on the built-in MLP, or a process that
+ * attaches (gossipd-attach(7)). */
+enum trainer_kind { TRAINER_BUILTIN, TRAINER_EXTERNAL };
 
 struct config {
 	/* job and identity */
@@ -59,6 +62,8 @@ struct config {
 	unsigned shard_index, shard_count;
 	struct data_partition partition;
 	/* model and training */
+	enum trainer_kind trainer;
+	size_t shared_params;      /* external: the vector's size once announced, else 0 */
 	struct model_spec model;
 	char *device;
 	int threads;

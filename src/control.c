@@ -53,6 +53,7 @@ struct control_client {
 	char *line;               /* the partial request line */
 	size_t len;
 	int watching;
+	int pinned;               /* an attached trainer's: never idle */
 	int deferred;             /* requests the handler will answer later */
 	int eof;                  /* the client shut its writing side */
 	int paused;               /* not read: too many replies unsent */
@@ -70,6 +71,7 @@ struct control {
 	uv_timer_t deadline;      /* the earliest idle client's deadline */
 	char *path;
 	control_handler_fn fn;
+	control_gone_fn gone;     /* a pinned client's connection ended */
 	void *arg;
 	struct control_client *clients;
 	int nclients;
@@ -133,6 +135,8 @@ control_client_close(struct control_client *cl)
 	if (cl->closing)
 		return;
 	cl->closing = 1;
+	if (cl->pinned && ctl->gone != NULL && !ctl->closing)
+		ctl->gone(ctl, cl->id, ctl->arg);
 	if (cl->prev)
 		cl->prev->next = cl->next;
 	else
@@ -240,7 +244,7 @@ control_refuse(struct control_client *cl, json_t *msg)
 static double
 control_client_due(const struct control_client *cl)
 {
-	if (cl->closing || cl->watching || cl->deferred > 0)
+	if (cl->closing || cl->watching || cl->pinned || cl->deferred > 0)
 		return INFINITY;
 	/* A line cut short by our own pause is not the client's slowness. */
 	if (cl->len > 0 && !cl->paused && cl->line_start < cl->last)
@@ -295,6 +299,20 @@ control_find(struct control *ctl, uint64_t id)
 	return NULL;
 }
 
+/* A deferred reply went out: a client that hung up its writing side and
+ * waits for nothing more is done. */
+static void
+control_replied(struct control_client *cl)
+{
+	cl->last = util_now();
+	if (cl->deferred > 0 && --cl->deferred == 0) {
+		if (cl->eof && !cl->watching)
+			control_client_end(cl);
+		else
+			control_deadline_arm(cl->ctl);
+	}
+}
+
 void
 control_reply(struct control *ctl, uint64_t client, json_t *reply)
 {
@@ -302,15 +320,111 @@ control_reply(struct control *ctl, uint64_t client, json_t *reply)
 
 	if (cl != NULL) {
 		control_send(cl, reply);
-		cl->last = util_now();
-		if (cl->deferred > 0 && --cl->deferred == 0) {
-			if (cl->eof && !cl->watching)
-				control_client_end(cl);
-			else
-				control_deadline_arm(ctl);
-		}
+		control_replied(cl);
 	}
 	json_decref(reply);
+}
+
+/* The fd rides on the line's first bytes: sendmsg takes what it can at
+ * once (a reply line on an empty socket buffer, in practice all of it) and
+ * libuv queues the rest. Only an empty write queue keeps the line's order,
+ * and the requester of an attach waits for its reply, so it is empty. */
+int
+control_reply_fd(struct control *ctl, uint64_t client, json_t *reply, int fd)
+{
+	struct control_client *cl = control_find(ctl, client);
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct msghdr mh = { 0 };
+	struct cmsghdr *cm;
+	struct iovec iov;
+	uv_os_fd_t sock;
+	uv_buf_t rest;
+	char *s = NULL;
+	ssize_t n;
+	int rc = -EPIPE;
+
+	if (cl == NULL || cl->closing || cl->ending)
+		goto out;
+	rc = -EAGAIN;
+	if (uv_stream_get_write_queue_size((uv_stream_t *)&cl->pipe) > 0 ||
+	    uv_fileno((uv_handle_t *)&cl->pipe, &sock) < 0)
+		goto out;
+	s = json_dumps(reply, JSON_COMPACT);
+	if (s == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	iov.iov_len = strlen(s) + 1;
+	s[iov.iov_len - 1] = '\n';
+	iov.iov_base = s;
+	memset(cbuf, 0, sizeof(cbuf));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	do
+		n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		rc = n < 0 ? -errno : -EAGAIN;
+		goto out;
+	}
+	rc = 0;
+	if ((size_t)n < iov.iov_len) {
+		struct control_write *w = xmalloc(sizeof(*w));
+
+		w->data = xmalloc(iov.iov_len - (size_t)n);
+		memcpy(w->data, s + n, iov.iov_len - (size_t)n);
+		rest = uv_buf_init(w->data, (unsigned)(iov.iov_len - (size_t)n));
+		if (uv_write(&w->req, (uv_stream_t *)&cl->pipe, &rest, 1, control_write_done) < 0) {
+			free(w->data);
+			free(w);
+			control_client_close(cl);
+			goto out;
+		}
+	}
+	control_replied(cl);
+out:
+	free(s);
+	json_decref(reply);
+	return rc;
+}
+
+void
+control_pin(struct control *ctl, uint64_t client, int pinned)
+{
+	struct control_client *cl = control_find(ctl, client);
+
+	if (cl == NULL)
+		return;
+	cl->pinned = pinned;
+	cl->last = util_now();
+	control_deadline_arm(ctl);
+}
+
+int
+control_peer_pid(struct control *ctl, uint64_t client)
+{
+	struct control_client *cl = control_find(ctl, client);
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uv_os_fd_t fd;
+
+	if (cl == NULL || uv_fileno((uv_handle_t *)&cl->pipe, &fd) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return 0;
+	return (int)cred.pid;
+}
+
+void
+control_on_gone(struct control *ctl, control_gone_fn fn)
+{
+	ctl->gone = fn;
 }
 
 void
@@ -372,12 +486,13 @@ control_handle_line(struct control_client *cl, char *line, size_t len)
 		reply = control_error("request needs a \"cmd\" string");
 		goto out;
 	}
+	/* Counted before the call: a deferring handler may answer at once. */
+	cl->deferred++;
 	rc = ctl->fn(ctl, cl->id, cmd, req, &reply, ctl->arg);
-	if (rc == CONTROL_DEFERRED) {
-		if (control_find(ctl, cl->id) == cl)
-			cl->deferred++;
+	if (rc == CONTROL_DEFERRED)
 		goto out;
-	}
+	if (control_find(ctl, cl->id) == cl)
+		cl->deferred--;
 	if (reply == NULL)
 		reply = control_error("internal error: no reply to %s", cmd);
 out:

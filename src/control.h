@@ -31,12 +31,26 @@ struct control;
 typedef int (*control_handler_fn)(struct control *ctl, uint64_t client, const char *cmd,
     json_t *req, json_t **reply, void *arg);
 
+/* A pinned client's connection ended (it closed, died or was closed). */
+typedef void (*control_gone_fn)(struct control *ctl, uint64_t client, void *arg);
+
 /* Creates the socket's directory (0700) if missing, refuses a directory
  * others can enter, replaces a stale socket, refuses a live one. */
 int control_open(uv_loop_t *loop, const char *path, control_handler_fn fn, void *arg,
     struct control **out, struct errbuf *err);
 /* Answer a deferred request; steals reply. A vanished client is ignored. */
 void control_reply(struct control *ctl, uint64_t client, json_t *reply);
+/* Answer with a file descriptor passed along (SCM_RIGHTS); steals reply,
+ * borrows fd (the caller keeps it open). -EAGAIN when replies are still
+ * queued for the client (the fd could overtake them), -EPIPE when it is
+ * gone; the caller then answers with control_reply. */
+int control_reply_fd(struct control *ctl, uint64_t client, json_t *reply, int fd);
+/* A pinned client (an attached trainer) is never closed for idleness, and
+ * when its connection ends, for whatever reason, gone is called. */
+void control_pin(struct control *ctl, uint64_t client, int pinned);
+void control_on_gone(struct control *ctl, control_gone_fn fn);
+/* The client's process id (SO_PEERCRED), 0 if unknown. */
+int control_peer_pid(struct control *ctl, uint64_t client);
 /* Subscribe a client to broadcasts (the watch command). */
 void control_watch(struct control *ctl, uint64_t client);
 /* Send to every watching client; slow ones miss lines instead of growing

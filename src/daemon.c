@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attach.h"
 #include "control.h"
 #include "daemon.h"
 #include "gossip.h"
@@ -24,6 +25,10 @@ daemon_progress(struct daemon *d, struct train_progress *p)
 {
 	if (d->trainer != NULL) {
 		train_get_progress(d->trainer, p);
+		return;
+	}
+	if (d->attach != NULL) {
+		attach_get_progress(d->attach, p);
 		return;
 	}
 	memset(p, 0, sizeof(*p));
@@ -56,6 +61,7 @@ daemon_shutdown(struct daemon *d)
 		train_request_stop(d->trainer);
 		train_join(d->trainer);
 	}
+	attach_close(d->attach);
 	control_close(d->control);
 	if (d->transport != NULL) {
 		/* fails what is still in flight: no send callback after this */
@@ -99,6 +105,8 @@ daemon_begin_leave(struct daemon *d, const char *why)
 		pace_close(d->pace);
 	if (d->trainer != NULL)
 		train_request_stop(d->trainer);
+	else if (d->attach != NULL)
+		attach_request_stop(d->attach);
 	else
 		d->trained = 1;	/* a joiner that never got its model */
 	if (d->member != NULL) {
@@ -136,6 +144,13 @@ daemon_start_training(struct daemon *d, uint64_t start_step)
 	struct errbuf err = { "" };
 	int rc;
 
+	d->round_step = start_step;
+	if (d->attach != NULL) {
+		attach_start(d->attach, start_step);
+		log_info("peer %016" PRIx64 " holds the job's model at step %" PRIu64
+		    "; its training process attaches on %s", d->id, start_step, d->cfg.control);
+		return;
+	}
 	rc = train_new(&d->cfg, d->model, &d->train, d->shard, d->shard_n, &d->test, start_step,
 	    &hooks, &d->trainer, &err);
 	if (rc == 0)
@@ -150,7 +165,6 @@ daemon_start_training(struct daemon *d, uint64_t start_step)
 	}
 	if (d->gossip != NULL)
 		gossip_set_ready(d->gossip, 1);
-	d->round_step = start_step;
 	log_info("peer %016" PRIx64 " training %s on %s from step %" PRIu64
 	    ", control socket %s", d->id, d->cfg.job, d->cfg.device, start_step, d->cfg.control);
 }

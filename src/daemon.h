@@ -32,7 +32,8 @@ struct daemon {
 	struct data_set train, test;
 	size_t *shard, shard_n;
 	struct model *model;
-	struct trainer *trainer;
+	struct trainer *trainer;       /* the built-in trainer, once it runs */
+	struct attach *attach;         /* the external trainer (--trainer external) */
 	struct control *control;
 	struct transport *transport;   /* NULL without --listen */
 	struct member *member;         /* NULL without --listen */

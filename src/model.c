@@ -41,6 +41,8 @@ struct model_priv {
 	size_t nr, rcap;
 	float *pending_v;
 	size_t nv, vcap;
+	int held;                     /* an external trainer is mid-step */
+	uint64_t applied;             /* mixes applied so far */
 };
 
 /* Queued mixes hold at most this many models' worth of values; past it a
@@ -287,6 +289,7 @@ model_flush_mixes(struct model_priv *mp)
 
 		rc = be->ops->average_in(be, mp->pending_r + x->r0, x->nr,
 		    mp->pending_v + x->v0);
+		mp->applied += rc == 0;
 	}
 	mp->nmix = mp->nr = mp->nv = 0;
 	pthread_mutex_unlock(&mp->mix_lock);
@@ -445,22 +448,34 @@ model_average_in(struct model *m, const struct model_range *r, size_t nr,
 {
 	struct model_priv *mp = (struct model_priv *)m;
 	size_t nv = 0;
-	int rc;
+	int rc, held;
 
 	if ((rc = model_ranges_check(m, r, nr, values)) < 0 || nr == 0)
 		return rc;
+	pthread_mutex_lock(&mp->mix_lock);
+	held = mp->held;
+	pthread_mutex_unlock(&mp->mix_lock);
 	/* Apply now if the trainer is between steps; else leave it to the
-	 * trainer's next update, unless the queue is full. */
-	if (pthread_rwlock_trywrlock(&m->lock) != 0) {
+	 * trainer's next update (or the external trainer's next boundary),
+	 * unless the queue is full: then the built-in trainer is waited for,
+	 * an external one, which may never come back, is not. */
+	if (held || pthread_rwlock_trywrlock(&m->lock) != 0) {
 		for (size_t i = 0; i < nr; i++)
 			nv += r[i].len;
-		if (model_queue_mix(mp, r, nr, values, nv) == 0)
+		if ((rc = model_queue_mix(mp, r, nr, values, nv)) == 0)
 			return 0;
+		if (held)
+			return rc == -ENOSPC ? -EBUSY : rc;
 		pthread_rwlock_wrlock(&m->lock);
 	}
 	rc = model_flush_mixes(mp);
 	if (rc == 0)
 		rc = m->be->ops->average_in(m->be, r, nr, values);
+	if (rc == 0) {
+		pthread_mutex_lock(&mp->mix_lock);
+		mp->applied++;
+		pthread_mutex_unlock(&mp->mix_lock);
+	}
 	pthread_rwlock_unlock(&m->lock);
 	return rc;
 }
@@ -468,12 +483,18 @@ model_average_in(struct model *m, const struct model_range *r, size_t nr,
 int
 model_snapshot(struct model *m, float *x, float *v)
 {
-	int rc;
+	struct model_priv *mp = (struct model_priv *)m;
+	int rc = 0, held;
 
 	if (x == NULL)
 		return -EINVAL;
 	pthread_rwlock_wrlock(&m->lock);
-	rc = model_flush_mixes((struct model_priv *)m);
+	pthread_mutex_lock(&mp->mix_lock);
+	held = mp->held;
+	pthread_mutex_unlock(&mp->mix_lock);
+	/* A held vector is the process's until its next boundary. */
+	if (!held)
+		rc = model_flush_mixes(mp);
 	if (rc == 0)
 		rc = m->be->ops->get_params(m->be, x, v);
 	pthread_rwlock_unlock(&m->lock);
@@ -496,4 +517,70 @@ model_restore(struct model *m, const float *x, const float *v)
 	rc = m->be->ops->set_params(m->be, x, v);
 	pthread_rwlock_unlock(&m->lock);
 	return rc;
+}
+
+int
+model_new_shared(struct model **out, struct errbuf *err)
+{
+	struct model_priv *mp;
+	struct backend *be;
+	int rc;
+
+	*out = NULL;
+	if ((rc = backend_shared_new(&be, err)) < 0)
+		return rc;
+	mp = xcalloc(1, sizeof(*mp));
+	if ((rc = pthread_rwlock_init(&mp->pub.lock, NULL)) != 0) {
+		free(mp);
+		be->ops->free(be);
+		return errbuf_set(err, -rc, "pthread_rwlock_init failed");
+	}
+	pthread_mutex_init(&mp->mix_lock, NULL);
+	mp->pub.be = be;
+	*out = &mp->pub;
+	return 0;
+}
+
+void
+model_share(struct model *m, float *mem, size_t d)
+{
+	backend_shared_bind(m->be, mem, d);
+	m->d = d;
+}
+
+void
+model_hold(struct model *m)
+{
+	struct model_priv *mp = (struct model_priv *)m;
+
+	pthread_mutex_lock(&mp->mix_lock);
+	mp->held = 1;
+	pthread_mutex_unlock(&mp->mix_lock);
+}
+
+int
+model_release(struct model *m)
+{
+	struct model_priv *mp = (struct model_priv *)m;
+	int rc;
+
+	pthread_rwlock_wrlock(&m->lock);
+	pthread_mutex_lock(&mp->mix_lock);
+	mp->held = 0;
+	pthread_mutex_unlock(&mp->mix_lock);
+	rc = model_flush_mixes(mp);
+	pthread_rwlock_unlock(&m->lock);
+	return rc;
+}
+
+uint64_t
+model_mixes(struct model *m)
+{
+	struct model_priv *mp = (struct model_priv *)m;
+	uint64_t n;
+
+	pthread_mutex_lock(&mp->mix_lock);
+	n = mp->applied;
+	pthread_mutex_unlock(&mp->mix_lock);
+	return n;
 }

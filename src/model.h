@@ -80,9 +80,26 @@ int model_gather(struct model *m, const struct model_range *r, size_t nr, float 
 /* x[S] <- (x[S] + values) / 2 on the ranges. */
 int model_average_in(struct model *m, const struct model_range *r, size_t nr,
     const float *values);
-/* Copy parameters (x) and momentum (v) to host memory; v may be NULL. */
+/* Copy parameters (x) and momentum (v) to host memory; v may be NULL.
+ * Queued mixes are applied first, unless the vector is held. */
 int model_snapshot(struct model *m, float *x, float *v);
 /* Replace parameters and momentum (v NULL = zero) from host memory. */
 int model_restore(struct model *m, const float *x, const float *v);
+
+/*
+ * An external trainer's model (gossipd-attach(7)): the parameters are a
+ * vector a training process shares with the daemon, with no layers the
+ * daemon knows of (spec.nlayers 0). It has d = 0 until model_share binds
+ * the vector, once. While the process computes a step the vector is held:
+ * mixes queue (past MODEL_PENDING_MODELS models' worth, model_average_in
+ * returns -EBUSY rather than wait for a process that may never return);
+ * model_release, at the process's step boundary, applies them.
+ */
+int model_new_shared(struct model **out, struct errbuf *err);
+void model_share(struct model *m, float *mem, size_t d);
+void model_hold(struct model *m);
+int model_release(struct model *m);
+/* Mixes applied so far (queued ones once applied). */
+uint64_t model_mixes(struct model *m);
 
 #endif

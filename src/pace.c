@@ -95,6 +95,12 @@ pace_wait(struct pace *p, uint64_t step)
 	pthread_mutex_unlock(&p->mu);
 }
 
+int
+pace_holds(struct pace *p, uint64_t step)
+{
+	return p->held && !p->closed && step >= p->limit;
+}
+
 void
 pace_stats(struct pace *p, double *seconds, uint64_t *waits)
 {

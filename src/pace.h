@@ -36,6 +36,10 @@ void pace_close(struct pace *p);
  * exchange holds it at this step. */
 void pace_wait(struct pace *p, uint64_t step);
 
+/* Loop thread: whether pace_wait(step) would wait now (an external
+ * trainer's step reply is held instead). */
+int pace_holds(struct pace *p, uint64_t step);
+
 /* Seconds the trainer spent waiting, and how many times it waited. */
 void pace_stats(struct pace *p, double *seconds, uint64_t *waits);
 

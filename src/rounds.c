@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attach.h"
 #include "gossip.h"
 #include "log.h"
 #include "member.h"
@@ -25,6 +26,15 @@
 _Static_assert(GOSSIP_REFUSE_N <= SELECT_REASONS, "select counts every gossip refusal");
 
 static void rounds_timer(uv_timer_t *h);
+
+/* The exchanges pace waited for are over: the trainer thread wakes, an
+ * external trainer's held step reply goes out. */
+static void
+rounds_let_go(struct daemon *d)
+{
+	pace_release(d->pace);
+	attach_resume(d->attach);
+}
 
 /* Arm the timer for the nearest exchange or pull deadline. */
 static void
@@ -98,7 +108,7 @@ rounds_start(struct daemon *d, const char *exclude)
 		pace_hold(d->pace, d->round_step +
 		    (uint64_t)d->cfg.lag * (uint64_t)d->cfg.interval);
 	else
-		pace_release(d->pace);
+		rounds_let_go(d);
 	rounds_schedule(d);
 }
 
@@ -109,7 +119,8 @@ rounds_on_step(struct daemon *d)
 {
 	uint64_t step;
 
-	if (d->gossip == NULL || d->trainer == NULL || gossip_active(d->gossip))
+	if (d->gossip == NULL || (d->trainer == NULL && d->attach == NULL) ||
+	    gossip_active(d->gossip))
 		return;
 	step = rounds_step_now(d);
 	if (step < d->round_step + (uint64_t)d->cfg.interval)
@@ -132,7 +143,7 @@ rounds_done(void *arg, const char *addr, double now, enum gossip_result r,
 		rounds_start(d, addr);
 		return;
 	}
-	pace_release(d->pace);
+	rounds_let_go(d);
 	/* Paced, the trainer is likely waiting at the next round's first
 	 * step: start that round now rather than one step later. */
 	if (d->cfg.lag > 0)
@@ -155,7 +166,9 @@ rounds_maybe_pull(struct daemon *d)
 {
 	size_t n = 0;
 
-	if (!d->must_pull || d->leaving || d->stopping || d->member == NULL || d->pull == NULL)
+	/* An external trainer's vector exists once a process announced it. */
+	if (!d->must_pull || d->leaving || d->stopping || d->member == NULL || d->pull == NULL ||
+	    d->model->d == 0)
 		return;
 	if (member_joined(d->member))
 		n = rounds_live_peers(d);
@@ -238,7 +251,7 @@ rounds_apply_params(struct daemon *d)
 	select_set_params(d->select, &sp);
 	pull_set_timeout(d->pull, d->cfg.exchange_timeout);
 	if (d->cfg.lag == 0)
-		pace_release(d->pace);
+		rounds_let_go(d);
 }
 
 int
@@ -256,7 +269,9 @@ rounds_open(struct daemon *d, struct errbuf *err)
 	    (rc = pull_new(d->model, d->cfg.exchange_timeout, d->must_pull, &pops,
 	    &d->pull)) < 0)
 		return errbuf_set(err, rc, "gossip: %s", strerror(-rc));
-	gossip_set_ready(d->gossip, !d->must_pull);
+	/* An external trainer's model exists once a process or a checkpoint
+	 * filled the vector (attach's ready hook says when). */
+	gossip_set_ready(d->gossip, !d->must_pull && d->model->d > 0);
 	if ((rc = transport_register(d->transport, &gossip_proto, rounds_recv, d, err)) < 0)
 		return rc;
 	return transport_register(d->transport, &pull_proto, rounds_recv, d, err);

@@ -18,12 +18,15 @@
 
 #include <sodium.h>
 
+#include "attach.h"
 #include "ckpt.h"
 #include "commands.h"
 #include "control.h"
 #include "log.h"
+#include "gossip.h"
 #include "member.h"
 #include "model.h"
+#include "pace.h"
 #include "rounds.h"
 #include "server.h"
 #include "session.h"
@@ -42,9 +45,9 @@ server_wake(uv_async_t *h)
 	struct daemon *d = h->data;
 	struct train_progress p;
 
-	if (d->trainer == NULL)
+	if (d->trainer == NULL && d->attach == NULL)
 		return;
-	train_get_progress(d->trainer, &p);
+	daemon_progress(d, &p);
 	commands_answer_checkpoints(d, &p, 0);
 	if (control_watchers(d->control) > 0) {
 		json_t *msg = commands_status(d);
@@ -256,7 +259,13 @@ server_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
 		return errbuf_set(err, rc, "resume: %s", why.msg);
 	if ((rc = ckpt_load(path, &st, &why)) < 0)
 		return errbuf_set(err, rc, "resume: refusing the newest checkpoint: %s", why.msg);
-	if (!model_spec_equal(&st.spec, &d->model->spec)) {
+	if ((st.spec.nlayers == 0) != (d->attach != NULL)) {
+		rc = errbuf_set(err, -EINVAL, "resume: refusing %s: it holds %s, and this peer's "
+		    "trainer is %s", path, st.spec.nlayers == 0 ? "an external trainer's vector" :
+		    "a built-in model", d->attach != NULL ? "external" : "builtin");
+		goto out;
+	}
+	if (d->attach == NULL && !model_spec_equal(&st.spec, &d->model->spec)) {
 		model_spec_format(&st.spec, have, sizeof(have));
 		model_spec_format(&d->model->spec, want, sizeof(want));
 		rc = errbuf_set(err, -EINVAL, "resume: refusing %s: it holds model %s, not %s",
@@ -269,8 +278,12 @@ server_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
 		    path, st.seed, d->cfg.seed);
 		goto out;
 	}
-	if ((rc = model_restore(d->model, st.x, st.v)) < 0) {
-		rc = errbuf_set(err, rc, "resume: cannot load parameters: %s", strerror(-rc));
+	if (d->attach != NULL)
+		rc = attach_load(d->attach, st.x, st.d, st.step, &why);
+	else if ((rc = model_restore(d->model, st.x, st.v)) < 0)
+		snprintf(why.msg, sizeof(why.msg), "%s", strerror(-rc));
+	if (rc < 0) {
+		rc = errbuf_set(err, rc, "resume: cannot load parameters: %s", why.msg);
 		goto out;
 	}
 	*step = st.step;
@@ -278,6 +291,75 @@ server_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
 out:
 	ckpt_state_free(&st);
 	return rc;
+}
+
+/* The external trainer's calls (attach.h), on the loop thread. */
+static void
+server_attach_notify(void *arg)
+{
+	struct daemon *d = arg;
+
+	uv_async_send(&d->wake);
+}
+
+static int
+server_attach_bound(void *arg, size_t n)
+{
+	struct daemon *d = arg;
+
+	d->cfg.shared_params = n;
+	if (!d->must_pull)
+		return 0;
+	rounds_maybe_pull(d);
+	return 1;
+}
+
+static void
+server_attach_ready(void *arg)
+{
+	struct daemon *d = arg;
+
+	if (d->gossip != NULL)
+		gossip_set_ready(d->gossip, 1);
+}
+
+static void
+server_attach_step(void *arg, uint64_t step)
+{
+	(void)step;
+	rounds_on_step(arg);
+}
+
+static int
+server_attach_held(void *arg, uint64_t step)
+{
+	struct daemon *d = arg;
+
+	return d->pace != NULL && pace_holds(d->pace, step);
+}
+
+static void
+server_attach_gone(struct control *ctl, uint64_t client, void *arg)
+{
+	struct daemon *d = arg;
+
+	(void)ctl;
+	attach_gone(d->attach, client);
+}
+
+/* With --trainer external: an empty shared model and the attach side. */
+static int
+server_open_attach(struct daemon *d, struct errbuf *err)
+{
+	struct attach_hooks hooks = { server_attach_notify, server_attach_bound,
+	    server_attach_ready, server_attach_step, server_attach_held, d };
+	int rc;
+
+	if ((rc = attach_new(&d->cfg, d->model, d->control, d->loop, &hooks, &d->attach,
+	    err)) < 0)
+		return rc;
+	control_on_gone(d->control, server_attach_gone);
+	return 0;
 }
 
 /* Every handle the daemon will close, created before anything can fail. */
@@ -306,15 +388,18 @@ server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 	d->loop = loop;
 	server_init_handles(d);
 	randombytes_buf(&d->id, sizeof(d->id));
-	if ((rc = server_load_data(d, err)) < 0)
-		goto usage;
-	if ((rc = model_new(&d->cfg.model, d->cfg.device, d->cfg.threads, d->cfg.batch_size,
-	    d->cfg.seed, &d->model, &why)) < 0) {
-		errbuf_set(err, rc, "device %s: %s", d->cfg.device, why.msg);
-		goto runtime;
+	if (d->cfg.trainer == TRAINER_EXTERNAL) {
+		if ((rc = model_new_shared(&d->model, err)) < 0)
+			goto runtime;
+	} else {
+		if ((rc = server_load_data(d, err)) < 0)
+			goto usage;
+		if ((rc = model_new(&d->cfg.model, d->cfg.device, d->cfg.threads,
+		    d->cfg.batch_size, d->cfg.seed, &d->model, &why)) < 0) {
+			errbuf_set(err, rc, "device %s: %s", d->cfg.device, why.msg);
+			goto runtime;
+		}
 	}
-	if ((rc = server_resume(d, &start_step, err)) < 0)
-		goto runtime;
 	/* Signals are ours from before the control socket appears: whoever
 	 * sees the socket may signal us, and a signal must then mean a clean
 	 * leave, never the default death that leaves the socket file behind.
@@ -325,14 +410,22 @@ server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 	if ((rc = control_open(d->loop, d->cfg.control, commands_handle, d, &d->control,
 	    err)) < 0)
 		goto runtime;
+	if (d->cfg.trainer == TRAINER_EXTERNAL && (rc = server_open_attach(d, err)) < 0)
+		goto runtime;
+	/* Nothing is served before the loop runs: the socket may exist. */
+	if ((rc = server_resume(d, &start_step, err)) < 0)
+		goto runtime;
 	d->must_pull = d->cfg.join != NULL && start_step == 0;
 	if ((rc = server_open_transport(d, err)) < 0)
 		goto out;
 	if (d->must_pull)
 		log_info("joining through %s: the model comes from donors before training",
 		    d->cfg.join);
-	else
+	else if (d->attach == NULL)
 		daemon_start_training(d, start_step);
+	else
+		log_info("peer %016" PRIx64 " waits for its training process to attach on %s%s",
+		    d->id, d->cfg.control, start_step > 0 ? " (holding the resumed model)" : "");
 	return 0;
 usage:
 	d->exit_code = DAEMON_EXIT_USAGE;
@@ -353,6 +446,7 @@ server_free(struct daemon *d)
 	free(d->info);
 	free(d->addrs);
 	model_free(d->model);
+	attach_free(d->attach);
 	free(d->shard);
 	data_free(&d->train);
 	data_free(&d->test);

@@ -142,10 +142,10 @@ fleet_tail() { tail -n "${2:-5}" "$FLEET_LOGS/$1.log" 2>/dev/null; }
 
 # fleet_wait_up NAME [SECONDS [REGEX]]: until NAME's log has a line matching
 # REGEX (default: gossipd's last start-up line, written once its endpoint and
-# control socket are open). Returns 3 if the process ended because its port
+# control socket are open, whatever its trainer). Returns 3 if the process ended because its port
 # was taken (see fleet_up); fails if it ended otherwise or took too long.
 fleet_wait_up() {
-	local name=$1 secs=${2:-60} re=${3:-', control socket |joining through '} pid n=0
+	local name=$1 secs=${2:-60} re=${3:-', control socket |joining through |waits for its training process'} pid n=0
 	pid=${FLEET_PID[$name]:?no process $name}
 	until grep -Eqs -- "$re" "$FLEET_LOGS/$name.log"; do
 		if ! fleet_alive "$pid"; then

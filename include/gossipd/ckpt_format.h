@@ -3,8 +3,11 @@
  * read them. All integers little-endian; floats IEEE-754 binary32, LE.
  *
  *   struct gd_ckpt_header    (GD_CKPT_HEADER_SIZE bytes)
- *   float x[d]               parameters, layout as in gossipd's model.h
- *   float v[d]               SGD momentum
+ *   float x[d]               parameters, layout as in gossipd's model.h, or
+ *                            with nlayers 0 (every size 0) the flat vector an
+ *                            external trainer shares (gossipd-attach(7)), in
+ *                            the training process's own layout
+ *   float v[d]               SGD momentum (zero for an external trainer)
  *   uint8 checksum[32]       BLAKE2b-256 (crypto_generichash) of all the above
  */
 #ifndef GOSSIPD_CKPT_FORMAT_H

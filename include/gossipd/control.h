@@ -12,7 +12,8 @@
  * {"event":"progress", ...status fields} and, when a member changes state,
  * {"event":"member","addr":...,"id":...,"state":...,"was":...} lines
  * until the client hangs up. "metrics" replies {"ok":true,"text":"..."}
- * with the Prometheus text exposition in "text".
+ * with the Prometheus text exposition in "text". A training process
+ * attaches with the GD_ATTACH_COMMANDS below (gossipd-attach(7)).
  */
 #ifndef GOSSIPD_CONTROL_H
 #define GOSSIPD_CONTROL_H
@@ -41,6 +42,16 @@
 	X(leave, "", "stop the peer cleanly (final checkpoint, exit 0)") \
 	X(set, "KEY VALUE", "change a runtime-tunable key (gossipd.conf(5) marks them)") \
 	X(version, "", "the peer's gossipd version and wire protocol version")
+
+/*
+ * The requests a training process sends to attach (gossipd-attach(7)),
+ * rows as above; gossipctl does not offer them. Their other fields are
+ * numbers, checked by the daemon.
+ */
+#define GD_ATTACH_COMMANDS(X) \
+	X(attach, "", "share the model's vector with this training process") \
+	X(step, "", "a step boundary: apply queued mixes, then go on") \
+	X(detach, "", "the training process lets go of the vector")
 
 /* Reads a row's ARGUMENTS: the next field name, lower-cased into field
  * (cut to size), and *args moved past it; 0 when none is left. */

@@ -1,0 +1,636 @@
+/*
+ * attach: see attach.h; the protocol is gossipd-attach(7).
+ *
+ * Who owns the vector when: the process, from an attach or step reply
+ * until its next step request (the model is held: mixes queue); the
+ * daemon otherwise (no process, a step reply held back by pace, a process
+ * that detached). Mixes are therefore written only while the process
+ * waits, and the reply's "mixed" counts every mix applied since the
+ * previous reply, queued or not, so a process that stages the vector to a
+ * GPU knows whether to copy it back.
+ *
+ * Checkpoints copy the vector at a boundary (or whenever the daemon owns
+ * it) and write the copy on libuv's thread pool, so the loop never waits
+ * for a disk; one write at a time, and requests made meanwhile are served
+ * by the next one.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "attach.h"
+#include "ckpt.h"
+#include "log.h"
+#include "mask.h"
+
+#define ATTACH_VERSION 1
+#define ATTACH_MAX_PARAMS 2147483647.0
+
+enum attach_state { ATTACH_WAITING, ATTACH_ATTACHED, ATTACH_DETACHED };
+
+static const char *const attach_state_names[] = {
+	[ATTACH_WAITING] = "waiting", [ATTACH_ATTACHED] = "attached",
+	[ATTACH_DETACHED] = "detached",
+};
+
+struct attach {
+	const struct config *cfg;
+	struct model *m;
+	struct control *ctl;
+	struct attach_hooks h;
+	uv_timer_t stop_timer;
+	uv_work_t work;
+
+	int fd;                   /* the memfd; -1 until the first attach */
+	float *mem;
+	size_t d;
+	int has_model;            /* the vector holds the job's model */
+	int pulling;              /* a joiner's pull fills it first */
+
+	enum attach_state state;
+	uint64_t client;          /* the attached connection */
+	uint64_t waiting;         /* an attach answered after the pull */
+	int pid;
+	char name[64];
+	int holding;              /* a step reply waits for pace */
+	uint64_t mixes_told;      /* model_mixes at the last reply */
+	double last_boundary;
+	int stall_logged;
+
+	struct train_progress p;  /* as the process reports it */
+	double started, rate_t0;
+	double rate_samples;
+
+	uint64_t ckpt_asked;      /* tickets handed out */
+	uint64_t ckpt_taken;      /* tickets the running or last write serves */
+	uint64_t ckpt_last_step;  /* step of the last periodic checkpoint */
+	int writing;
+	struct ckpt_state snap;
+	int snap_rc;
+	char snap_msg[256];
+
+	int stop;                 /* leave asked */
+	int stop_written;         /* the final checkpoint is taken */
+	int closing;
+};
+
+static void attach_checkpoint(struct attach *a);
+
+/* Not once closing: the daemon's wake-up handle is closed too. */
+static void
+attach_notify(struct attach *a)
+{
+	if (!a->closing)
+		a->h.notify(a->h.arg);
+}
+
+/* The process owns the vector: no process, or one that waits for a reply. */
+static int
+attach_ours(const struct attach *a)
+{
+	return a->state != ATTACH_ATTACHED || a->holding;
+}
+
+static void
+attach_ckpt_work(uv_work_t *w)
+{
+	struct attach *a = w->data;
+	struct errbuf err = { "" };
+
+	a->snap_rc = ckpt_save(a->cfg->checkpoint_dir, &a->snap, a->cfg->checkpoint_keep,
+	    a->snap_msg, sizeof(a->snap_msg), &err);
+	if (a->snap_rc < 0)
+		snprintf(a->snap_msg, sizeof(a->snap_msg), "%s", err.msg);
+}
+
+/* The DONE state once a leave's final checkpoint is through. */
+static void
+attach_maybe_done(struct attach *a)
+{
+	if (a->stop && a->stop_written && !a->writing && a->ckpt_taken >= a->ckpt_asked &&
+	    a->p.state != TRAIN_DONE) {
+		a->p.state = TRAIN_DONE;
+		uv_timer_stop(&a->stop_timer);
+		attach_notify(a);
+	}
+}
+
+static void
+attach_ckpt_done(uv_work_t *w, int status)
+{
+	struct attach *a = w->data;
+
+	a->writing = 0;
+	a->p.ckpt_done = a->ckpt_taken;
+	a->p.ckpt_rc = status < 0 ? status : a->snap_rc;
+	snprintf(a->p.ckpt_msg, sizeof(a->p.ckpt_msg), "%s",
+	    status < 0 ? uv_strerror(status) : a->snap_msg);
+	if (a->p.ckpt_rc < 0)
+		log_error("checkpoint failed: %s", a->p.ckpt_msg);
+	else
+		log_info("checkpoint written: %s", a->p.ckpt_msg);
+	/* Requests made while it was written wait for another boundary,
+	 * or go now if the vector is ours. */
+	if (a->ckpt_asked > a->ckpt_taken && attach_ours(a) && !a->closing)
+		attach_checkpoint(a);
+	attach_maybe_done(a);
+	attach_notify(a);
+}
+
+/* Copy the vector now (the caller made sure it may) and write the copy. */
+static void
+attach_checkpoint(struct attach *a)
+{
+	int rc;
+
+	if (a->writing || a->closing)
+		return;
+	if (a->cfg->checkpoint_dir == NULL || a->d == 0) {
+		a->ckpt_taken = a->p.ckpt_done = a->ckpt_asked;
+		a->p.ckpt_rc = -ENOENT;
+		snprintf(a->p.ckpt_msg, sizeof(a->p.ckpt_msg), "%s",
+		    a->d == 0 ? "no model yet: no process has attached" : "no checkpoint_dir set");
+		attach_maybe_done(a);
+		attach_notify(a);
+		return;
+	}
+	if (a->snap.x == NULL) {
+		a->snap.x = xcalloc(a->d, sizeof(float));
+		a->snap.v = xcalloc(a->d, sizeof(float));
+	}
+	if ((rc = model_snapshot(a->m, a->snap.x, NULL)) < 0) {
+		a->ckpt_taken = a->p.ckpt_done = a->ckpt_asked;
+		a->p.ckpt_rc = rc;
+		snprintf(a->p.ckpt_msg, sizeof(a->p.ckpt_msg), "snapshot: %s", strerror(-rc));
+		attach_notify(a);
+		return;
+	}
+	a->snap.d = a->d;
+	a->snap.step = a->p.step;
+	a->snap.epoch = a->p.epoch;
+	a->snap.seed = a->cfg->seed;
+	a->ckpt_taken = a->ckpt_asked;
+	a->writing = 1;
+	a->work.data = a;
+	if ((rc = uv_queue_work(uv_handle_get_loop((uv_handle_t *)&a->stop_timer), &a->work,
+	    attach_ckpt_work, attach_ckpt_done)) < 0) {
+		a->writing = 0;
+		a->p.ckpt_done = a->ckpt_taken;
+		a->p.ckpt_rc = rc;
+		snprintf(a->p.ckpt_msg, sizeof(a->p.ckpt_msg), "%s", uv_strerror(rc));
+		attach_notify(a);
+	}
+}
+
+int
+attach_new(const struct config *cfg, struct model *m, struct control *ctl,
+    uv_loop_t *loop, const struct attach_hooks *hooks, struct attach **out,
+    struct errbuf *err)
+{
+	struct attach *a = xcalloc(1, sizeof(*a));
+
+	(void)err;
+	a->cfg = cfg;
+	a->m = m;
+	a->ctl = ctl;
+	a->h = *hooks;
+	a->fd = -1;
+	a->p.state = TRAIN_TRAINING;
+	a->p.loss = a->p.test_loss = a->p.accuracy = -1;
+	a->started = util_now();
+	uv_timer_init(loop, &a->stop_timer);
+	a->stop_timer.data = a;
+	*out = a;
+	return 0;
+}
+
+void
+attach_close(struct attach *a)
+{
+	if (a == NULL || a->closing)
+		return;
+	a->closing = 1;
+	uv_close((uv_handle_t *)&a->stop_timer, NULL);
+}
+
+void
+attach_free(struct attach *a)
+{
+	if (a == NULL)
+		return;
+	if (a->mem != NULL)
+		munmap(a->mem, a->d * sizeof(float));
+	if (a->fd >= 0)
+		close(a->fd);
+	ckpt_state_free(&a->snap);
+	free(a);
+}
+
+/* The sealed vector of d zeros, mapped, and the model bound to it. */
+static int
+attach_create(struct attach *a, size_t d, struct errbuf *err)
+{
+	size_t bytes = d * sizeof(float);
+	void *mem;
+	int fd;
+
+	fd = memfd_create("gossipd-params", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return errbuf_set(err, -errno, "memfd_create: %s", strerror(errno));
+	if (ftruncate(fd, (off_t)bytes) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		int e = errno;
+
+		close(fd);
+		return errbuf_set(err, -e, "shared memory of %zu bytes: %s", bytes, strerror(e));
+	}
+	mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		int e = errno;
+
+		close(fd);
+		return errbuf_set(err, -e, "mmap of %zu bytes: %s", bytes, strerror(e));
+	}
+	a->fd = fd;
+	a->mem = mem;
+	a->d = d;
+	model_share(a->m, a->mem, d);
+	return 0;
+}
+
+int
+attach_load(struct attach *a, const float *x, size_t d, uint64_t step, struct errbuf *err)
+{
+	int rc;
+
+	if ((rc = attach_create(a, d, err)) < 0)
+		return rc;
+	memcpy(a->mem, x, d * sizeof(float));
+	a->has_model = 1;
+	a->p.step = a->ckpt_last_step = step;
+	a->h.ready(a->h.arg);
+	return 0;
+}
+
+static json_t *
+attach_reply(struct attach *a)
+{
+	return json_pack("{s:b, s:i, s:I, s:s, s:I, s:I, s:b}", "ok", 1,
+	    "version", ATTACH_VERSION, "params", (json_int_t)a->d, "dtype", "float32",
+	    "bytes", (json_int_t)(a->d * sizeof(float)), "step", (json_int_t)a->p.step,
+	    "fresh", !a->has_model);
+}
+
+/* Hand the vector to client: from here until its first step request the
+ * process owns it. */
+static void
+attach_grant(struct attach *a, uint64_t client)
+{
+	int fresh = !a->has_model, rc;
+
+	a->client = client;
+	a->state = ATTACH_ATTACHED;
+	a->holding = 0;
+	a->last_boundary = util_now();
+	a->stall_logged = 0;
+	a->mixes_told = model_mixes(a->m);
+	model_hold(a->m);
+	control_pin(a->ctl, client, 1);
+	if ((rc = control_reply_fd(a->ctl, client, attach_reply(a), a->fd)) < 0) {
+		control_pin(a->ctl, client, 0);
+		a->client = 0;
+		a->state = ATTACH_DETACHED;
+		model_release(a->m);
+		control_reply(a->ctl, client, control_error("cannot pass the shared memory: %s",
+		    strerror(-rc)));
+		return;
+	}
+	log_info("trainer attached: pid %d%s%s, %zu parameters, %s at step %" PRIu64, a->pid,
+	    a->name[0] ? " " : "", a->name, a->d, fresh ? "fresh" : "holding the job's model",
+	    a->p.step);
+	attach_notify(a);
+}
+
+/* Why an attach request cannot be served; NULL if it can. */
+static json_t *
+attach_refusal(struct attach *a, json_t *req, size_t *d)
+{
+	json_t *v = json_object_get(req, "version"), *n = json_object_get(req, "params");
+	const char *dtype = json_string_value(json_object_get(req, "dtype"));
+	struct errbuf why = { "" };
+	double x;
+
+	if (a->stop)
+		return control_error("the peer is leaving");
+	if (a->state == ATTACH_ATTACHED || a->waiting != 0)
+		return control_error("another training process is attached (pid %d)", a->pid);
+	if (!json_is_integer(v) || json_integer_value(v) != ATTACH_VERSION)
+		return control_error("version: this gossipd speaks attach version %d",
+		    ATTACH_VERSION);
+	if (dtype == NULL || strcmp(dtype, "float32") != 0)
+		return control_error("dtype: only \"float32\" is supported");
+	x = json_is_integer(n) ? (double)json_integer_value(n) : -1;
+	if (x < 1 || x > ATTACH_MAX_PARAMS)
+		return control_error("params: want an integer from 1 to %.0f", ATTACH_MAX_PARAMS);
+	*d = (size_t)x;
+	if (a->d != 0 && *d != a->d)
+		return control_error("params: %zu announced, but the job's model here has %zu",
+		    *d, a->d);
+	if (a->cfg->mode == GOSSIP_SAPS &&
+	    mask_check(*d, a->cfg->density, (size_t)a->cfg->mask_block, &why) < 0)
+		return control_error("density or mask_block do not fit %zu parameters: %s", *d,
+		    why.msg);
+	return NULL;
+}
+
+int
+attach_on_attach(struct attach *a, uint64_t client, json_t *req, json_t **reply)
+{
+	const char *name = json_string_value(json_object_get(req, "name"));
+	struct errbuf err = { "" };
+	size_t d = 0;
+
+	if ((*reply = attach_refusal(a, req, &d)) != NULL)
+		return CONTROL_REPLIED;
+	if (a->fd < 0) {
+		if (attach_create(a, d, &err) < 0) {
+			*reply = control_error("%s", err.msg);
+			return CONTROL_REPLIED;
+		}
+		a->pulling = a->h.bound(a->h.arg, d);
+	}
+	a->pid = control_peer_pid(a->ctl, client);
+	snprintf(a->name, sizeof(a->name), "%s", name ? name : "");
+	if (a->pulling) {
+		log_info("trainer pid %d waits while the model is pulled from donors", a->pid);
+		a->waiting = client;
+		control_pin(a->ctl, client, 1);
+		return CONTROL_DEFERRED;
+	}
+	attach_grant(a, client);
+	return CONTROL_DEFERRED;
+}
+
+void
+attach_start(struct attach *a, uint64_t step)
+{
+	uint64_t client = a->waiting;
+
+	a->pulling = 0;
+	a->has_model = 1;
+	a->p.step = a->ckpt_last_step = step;
+	a->h.ready(a->h.arg);
+	if (client != 0) {
+		a->waiting = 0;
+		attach_grant(a, client);
+	}
+}
+
+/* Numbers the process may report at a boundary. */
+static void
+attach_take_report(struct attach *a, json_t *req, double now)
+{
+	json_t *v;
+
+	if ((v = json_object_get(req, "loss")) != NULL && json_is_number(v))
+		a->p.loss = json_number_value(v);
+	if ((v = json_object_get(req, "epoch")) != NULL && json_is_integer(v) &&
+	    json_integer_value(v) >= 0)
+		a->p.epoch = (uint32_t)json_integer_value(v);
+	if ((v = json_object_get(req, "accuracy")) != NULL && json_is_number(v)) {
+		a->p.accuracy = json_number_value(v);
+		a->p.eval_step = a->p.step;
+	}
+	if ((v = json_object_get(req, "test_loss")) != NULL && json_is_number(v))
+		a->p.test_loss = json_number_value(v);
+	if ((v = json_object_get(req, "samples")) != NULL && json_is_number(v) &&
+	    json_number_value(v) > 0)
+		a->rate_samples += json_number_value(v);
+	if (a->rate_t0 == 0)
+		a->rate_t0 = now;
+	else if (now - a->rate_t0 >= 1.0) {
+		a->p.samples_per_s = a->rate_samples / (now - a->rate_t0);
+		a->rate_samples = 0;
+		a->rate_t0 = now;
+	}
+}
+
+/* The boundary's reply; the process owns the vector again. */
+static void
+attach_answer_step(struct attach *a)
+{
+	uint64_t mixes = model_mixes(a->m), stop = a->stop;
+	json_t *r;
+
+	a->holding = 0;
+	r = json_pack("{s:b, s:I, s:I, s:b}", "ok", 1, "step", (json_int_t)a->p.step,
+	    "mixed", (json_int_t)(mixes - a->mixes_told), "stop", (int)stop);
+	a->mixes_told = mixes;
+	/* After stop the vector stays ours: the final checkpoint has it. */
+	if (!stop)
+		model_hold(a->m);
+	control_reply(a->ctl, a->client, r);
+}
+
+/* A leave's final checkpoint, at a boundary or when the vector is ours. */
+static void
+attach_final(struct attach *a)
+{
+	if (a->stop_written)
+		return;
+	a->stop_written = 1;
+	a->ckpt_asked++;
+	attach_checkpoint(a);
+	attach_maybe_done(a);
+}
+
+int
+attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
+{
+	json_t *s = json_object_get(req, "step");
+	double now = util_now();
+	uint64_t n;
+	int rc;
+
+	if (a->state != ATTACH_ATTACHED || client != a->client) {
+		*reply = control_error("not attached on this connection (send attach first)");
+		return CONTROL_REPLIED;
+	}
+	if (a->holding) {
+		*reply = control_error("step: the previous step has not been answered yet");
+		return CONTROL_REPLIED;
+	}
+	if (!json_is_integer(s) || json_integer_value(s) < 0 ||
+	    (uint64_t)json_integer_value(s) < a->p.step) {
+		*reply = control_error("step: want an integer not less than %" PRIu64,
+		    a->p.step);
+		return CONTROL_REPLIED;
+	}
+	n = (uint64_t)json_integer_value(s);
+	if ((rc = model_release(a->m)) < 0)
+		log_error("applying queued mixes: %s", strerror(-rc));
+	a->holding = 1;
+	a->p.step = n;
+	a->last_boundary = now;
+	if (a->stall_logged) {
+		log_info("trainer pid %d reached a step boundary again", a->pid);
+		a->stall_logged = 0;
+	}
+	attach_take_report(a, req, now);
+	if (!a->has_model) {
+		a->has_model = 1;
+		a->h.ready(a->h.arg);
+	}
+	if (a->stop) {
+		attach_final(a);
+		attach_answer_step(a);
+		return CONTROL_DEFERRED;
+	}
+	if (a->cfg->checkpoint_every > 0 &&
+	    n / (uint64_t)a->cfg->checkpoint_every >
+	    a->ckpt_last_step / (uint64_t)a->cfg->checkpoint_every) {
+		a->ckpt_last_step = n;
+		a->ckpt_asked++;
+	}
+	if (a->ckpt_asked > a->ckpt_taken)
+		attach_checkpoint(a);
+	a->h.step(a->h.arg, n);
+	attach_notify(a);
+	/* The step hook may have started a round that pace holds us for. */
+	if (a->state == ATTACH_ATTACHED && a->holding && !a->h.held(a->h.arg, n))
+		attach_answer_step(a);
+	return CONTROL_DEFERRED;
+}
+
+void
+attach_resume(struct attach *a)
+{
+	if (a == NULL || a->state != ATTACH_ATTACHED || !a->holding)
+		return;
+	if (a->stop || !a->h.held(a->h.arg, a->p.step))
+		attach_answer_step(a);
+}
+
+/* The process let go of the vector: it is ours, mixes land at once. */
+static void
+attach_let_go(struct attach *a, const char *how)
+{
+	int rc;
+
+	control_pin(a->ctl, a->client, 0);
+	a->client = 0;
+	a->state = ATTACH_DETACHED;
+	a->holding = 0;
+	if ((rc = model_release(a->m)) < 0)
+		log_error("applying queued mixes: %s", strerror(-rc));
+	log_info("trainer pid %d %s at step %" PRIu64 "; serving its last parameters", a->pid,
+	    how, a->p.step);
+	if (a->ckpt_asked > a->ckpt_taken)
+		attach_checkpoint(a);
+	if (a->stop)
+		attach_final(a);
+	attach_notify(a);
+}
+
+int
+attach_on_detach(struct attach *a, uint64_t client, json_t *req, json_t **reply)
+{
+	(void)req;
+	if (a->state != ATTACH_ATTACHED || client != a->client) {
+		*reply = control_error("not attached on this connection");
+		return CONTROL_REPLIED;
+	}
+	if (a->holding && !a->stop) {
+		*reply = control_error("detach: the previous step has not been answered yet");
+		return CONTROL_REPLIED;
+	}
+	attach_let_go(a, "detached");
+	*reply = json_pack("{s:b}", "ok", 1);
+	return CONTROL_REPLIED;
+}
+
+void
+attach_gone(struct attach *a, uint64_t client)
+{
+	if (client == a->waiting) {
+		a->waiting = 0;
+		log_info("trainer pid %d went away before the model was pulled", a->pid);
+		return;
+	}
+	if (a->state == ATTACH_ATTACHED && client == a->client)
+		attach_let_go(a, "went away (connection closed)");
+}
+
+static void
+attach_stop_expired(uv_timer_t *t)
+{
+	struct attach *a = t->data;
+
+	log_warn("leave: the training process reached no step boundary in %d s; the final "
+	    "checkpoint takes its parameters as they are", ATTACH_STOP_WAIT_MS / 1000);
+	attach_final(a);
+}
+
+void
+attach_request_stop(struct attach *a)
+{
+	if (a == NULL || a->stop)
+		return;
+	a->stop = 1;
+	if (attach_ours(a)) {
+		attach_final(a);
+		if (a->holding)
+			attach_answer_step(a);
+		return;
+	}
+	uv_timer_start(&a->stop_timer, attach_stop_expired, ATTACH_STOP_WAIT_MS, 0);
+}
+
+uint64_t
+attach_request_checkpoint(struct attach *a)
+{
+	uint64_t ticket = ++a->ckpt_asked;
+
+	if (attach_ours(a))
+		attach_checkpoint(a);
+	return ticket;
+}
+
+void
+attach_get_progress(struct attach *a, struct train_progress *p)
+{
+	double now = util_now();
+
+	if (a->state == ATTACH_ATTACHED && !a->holding && !a->stall_logged &&
+	    now - a->last_boundary > ATTACH_STALL_S) {
+		log_warn("trainer pid %d stalled: no step boundary for %.0f s (mixes wait)",
+		    a->pid, ATTACH_STALL_S);
+		a->stall_logged = 1;
+	}
+	*p = a->p;
+	p->elapsed = now - a->started;
+}
+
+json_t *
+attach_status(struct attach *a)
+{
+	const char *state = attach_state_names[a->state];
+	double idle = 0;
+
+	if (a->state == ATTACH_ATTACHED) {
+		idle = a->holding ? 0 : util_now() - a->last_boundary;
+		if (idle > ATTACH_STALL_S)
+			state = "stalled";
+	}
+	if (a->waiting != 0)
+		state = "pulling";
+	return json_pack("{s:s, s:i, s:s, s:I, s:b, s:f}", "state", state, "pid",
+	    a->state == ATTACH_WAITING && a->waiting == 0 ? 0 : a->pid, "name", a->name,
+	    "params", (json_int_t)a->d, "holds_model", a->has_model, "idle_s", idle);
+}
