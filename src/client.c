@@ -176,6 +176,7 @@ client_wait(int fd, short events, int64_t deadline)
 	}
 }
 
+/* Sends req as one line. Errors leave the connection to the caller. */
 static int
 client_send(struct gd_client *c, json_t *req, int64_t deadline, char *err, size_t errlen)
 {
@@ -202,13 +203,13 @@ client_send(struct gd_client *c, json_t *req, int64_t deadline, char *err, size_
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			rc = client_lose(c, err, errlen, -errno, "cannot send to gossipd at %s: %s",
+			rc = client_err(err, errlen, -errno, "cannot send to gossipd at %s: %s",
 			    c->path, strerror(errno));
 			break;
 		}
 		rc = client_wait(c->fd, POLLOUT, deadline);
 		if (rc <= 0) {
-			rc = client_lose(c, err, errlen, rc < 0 ? rc : -ETIMEDOUT,
+			rc = client_err(err, errlen, rc < 0 ? rc : -ETIMEDOUT,
 			    "gossipd at %s did not take the request within %d ms%s%s", c->path,
 			    c->wait_ms, rc < 0 ? ": " : "", rc < 0 ? strerror(-rc) : "");
 			break;
@@ -345,7 +346,9 @@ client_refusal_errno(const char *msg)
 		const char *words;
 		int err;
 	} map[] = {
+		{ "is attached (pid", EBUSY },
 		{ "already attached", EBUSY },
+		{ "permission denied", EACCES },
 		{ "uid", EACCES },
 		{ "leaving", ESHUTDOWN },
 		{ "builtin", EOPNOTSUPP },
@@ -368,15 +371,27 @@ client_request(struct gd_client *c, json_t *req, int timeout_ms, struct client_r
 {
 	int64_t deadline = client_deadline(timeout_ms);
 	const char *msg;
+	char why[256];
 	int rc;
 
 	if (req == NULL)
 		return client_err(err, errlen, -ENOMEM, "cannot build the request");
 	c->wait_ms = timeout_ms;
-	rc = client_send(c, req, deadline, err, errlen);
+	rc = client_send(c, req, deadline, why, sizeof(why));
 	json_decref(req);
+	if (rc == -EPIPE || rc == -ECONNRESET) {
+		/* It closed on us; its last line may say why (a caller of
+		 * another uid is told so, then closed). */
+		while (client_read(c, NULL) > 0 && memchr(c->buf, '\n', c->len) == NULL)
+			;
+		if (memchr(c->buf, '\n', c->len) != NULL &&
+		    client_recv(c, r, NULL, deadline, NULL, 0) == 0 &&
+		    (msg = json_string_value(json_object_get(r->json, "error"))) != NULL)
+			return client_lose(c, err, errlen, client_refusal_errno(msg),
+			    "gossipd refused: %s", msg);
+	}
 	if (rc < 0)
-		return rc;
+		return client_lose(c, err, errlen, rc, "%s", why);
 	if ((rc = client_recv(c, r, text, deadline, err, errlen)) < 0)
 		return rc;
 	if (json_is_true(json_object_get(r->json, "ok")))
