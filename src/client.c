@@ -119,7 +119,8 @@ client_lose(struct gd_client *c, char *err, size_t errlen, int rc, const char *f
 	if (c->fd >= 0) {
 		close(c->fd);
 		c->fd = -1;
-		snprintf(c->lost + n, sizeof(c->lost) - n, " (connection closed: detached)");
+		if (c->params != NULL)
+			snprintf(c->lost + n, sizeof(c->lost) - n, " (connection closed: detached)");
 	}
 	return client_err(err, errlen, rc, "%s", c->lost);
 }
