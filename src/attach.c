@@ -61,6 +61,7 @@ struct attach {
 	int holding;              /* a step reply waits for pace */
 	uint64_t mixes_told;      /* model_mixes at the last reply */
 	double last_boundary;
+	double last_news;         /* last progress notification of a step */
 	int stall_logged;
 
 	struct train_progress p;  /* as the process reports it */
@@ -81,6 +82,10 @@ struct attach {
 };
 
 static void attach_checkpoint(struct attach *a);
+
+/* Progress worth showing, at most 4 times a second as the built-in
+ * trainer's (a process may take hundreds of steps a second). */
+#define ATTACH_NEWS_S 0.25
 
 /* Not once closing: the daemon's wake-up handle is closed too. */
 static void
@@ -501,7 +506,10 @@ attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 	if (a->ckpt_asked > a->ckpt_taken)
 		attach_checkpoint(a);
 	a->h.step(a->h.arg, n);
-	attach_notify(a);
+	if (now - a->last_news >= ATTACH_NEWS_S) {
+		a->last_news = now;
+		attach_notify(a);
+	}
 	/* The step hook may have started a round that pace holds us for. */
 	if (a->state == ATTACH_ATTACHED && a->holding && !a->h.held(a->h.arg, n))
 		attach_answer_step(a);
@@ -600,6 +608,12 @@ attach_request_checkpoint(struct attach *a)
 	if (attach_ours(a))
 		attach_checkpoint(a);
 	return ticket;
+}
+
+int
+attach_attached(const struct attach *a)
+{
+	return a->state == ATTACH_ATTACHED;
 }
 
 void

@@ -75,6 +75,7 @@ int attach_on_detach(struct attach *a, uint64_t client, json_t *req, json_t **re
 void attach_gone(struct attach *a, uint64_t client);
 
 void attach_get_progress(struct attach *a, struct train_progress *p);
+int attach_attached(const struct attach *a);
 /* status's "attach" object. */
 json_t *attach_status(struct attach *a);
 /* As train_request_checkpoint: done when progress.ckpt_done >= ticket. */

@@ -58,7 +58,8 @@ commands_state(struct daemon *d, const struct train_progress *p)
 		return "joining";
 	if (d->attach != NULL && d->must_pull)
 		return "joining";
-	if (d->attach != NULL && d->model->d == 0)
+	/* A peer whose process is away still serves and mixes its model. */
+	if (d->attach != NULL && !attach_attached(d->attach) && p->state == TRAIN_TRAINING)
 		return "waiting";
 	if (d->trainer == NULL && d->attach == NULL)
 		return "joining";

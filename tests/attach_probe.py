@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+"""The attach tests' probe: attaches a fresh contrib/examples/torch_cnn.py
+CNN (initialised unlike the job's) to a peer, looks at what it got, and
+detaches without training. Prints one JSON line:
+{"fresh":..., "step":..., "accuracy":..., "same":...} ("same": whether the
+values equal those saved by --save earlier, with --same), or with
+--refused, {"refused": "<the daemon's reason>"}. Exits 1 when attach did
+not do what was expected.
+
+usage: attach_probe.py SOCKET [--save FILE] [--same FILE] [--refused]
+(PYTHONPATH must hold src/python and contrib/examples.)
+"""
+import argparse
+import json
+import sys
+
+import torch
+
+import gossipd
+import torch_cnn
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("socket")
+    ap.add_argument("--save", help="save the attached values to FILE")
+    ap.add_argument("--same", help="compare the attached values with FILE's")
+    ap.add_argument("--refused", action="store_true", help="expect attach to be refused")
+    args = ap.parse_args()
+
+    torch.manual_seed(987654)
+    model = torch_cnn.CNN()
+    try:
+        peer = gossipd.attach(model, socket=args.socket, name="attach_probe")
+    except gossipd.AttachError as e:
+        print(json.dumps({"refused": str(e), "errno": e.errno}))
+        return 0 if args.refused and e.errno is None else 1
+    with peer:
+        if args.refused:
+            print(json.dumps({"refused": None}))
+            return 1
+        values = torch.cat([p.detach().flatten() for p in model.parameters()])
+        tx, ty = torch_cnn.load(torch_cnn.DATA, "t10k")
+        acc, _ = torch_cnn.evaluate(model, tx[:2000], ty[:2000])
+        out = {"fresh": peer.fresh, "step": peer.step_count, "accuracy": acc}
+    # Closed: the model has copies of its own now, still the same values.
+    if not torch.equal(values, torch.cat([p.detach().flatten() for p in model.parameters()])):
+        print("the values changed when the peer closed", file=sys.stderr)
+        return 1
+    if args.save:
+        torch.save(values, args.save)
+    if args.same:
+        out["same"] = torch.equal(values, torch.load(args.same))
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
