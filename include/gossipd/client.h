@@ -1,0 +1,155 @@
+/*
+ * libgossipd: the C client of the gossipd attach protocol (gossipd-attach(7)).
+ *
+ * A training process attaches to the control socket of a peer started with
+ * --trainer external, gets the model's flat parameter vector as shared
+ * memory (params float32 values in host byte order), trains on it, and
+ * tells the peer at every optimizer step boundary, where the peer applies
+ * the mixes its partners sent. Link with `pkg-config --libs gossipd`
+ * (-lgossipd); the library needs only libc and jansson.
+ *
+ * A session:
+ *
+ *	struct gd_client *c;
+ *	char err[256];
+ *	int stop = 0;
+ *
+ *	if (gd_client_attach(NULL, n, &c, err, sizeof(err)) < 0)
+ *		die(err);
+ *	float *w = gd_client_params(c);
+ *	uint64_t step = gd_client_start_step(c);
+ *	if (gd_client_fresh(c))
+ *		init_model(w, n);          // write the initial parameters
+ *	else
+ *		load_model(w, n);          // the job's model: continue from step
+ *	if (gd_client_step(c, step, NULL, &stop, err, sizeof(err)) < 0)
+ *		die(err);
+ *	while (!stop) {
+ *		struct gd_client_report r = GD_CLIENT_REPORT_INIT;
+ *
+ *		r.loss = sgd_step(w, n);   // one optimizer step on w
+ *		if (gd_client_step(c, ++step, &r, &stop, err, sizeof(err)) < 0)
+ *			die(err);
+ *	}
+ *	gd_client_detach(c);
+ *
+ * gd_client_attach does not send the first step: the caller writes its
+ * initial parameters when gd_client_fresh() says so, then calls
+ * gd_client_step with gd_client_start_step(). Until that first step a
+ * fresh peer takes part in no exchange.
+ *
+ * The memory belongs to the caller between gd_client_step calls and to
+ * the daemon during one (the daemon writes it only then); the daemon may
+ * read it at any time.
+ *
+ * Errors: every function that can fail returns a negative errno and, when
+ * err is not NULL, writes a message into err (errlen bytes, always
+ * terminated). When the daemon refused a request the message is the
+ * daemon's own "error" string and the connection stays usable; the errno
+ * is a best guess from it (-EBUSY: a process is already attached;
+ * -EACCES: refused for its uid; -ESHUTDOWN: the peer is leaving;
+ * -EOPNOTSUPP: the peer's trainer is builtin; otherwise -EINVAL).
+ * Any other failure (I/O error, timeout, a reply that breaks the
+ * protocol, the daemon gone) closes the connection, which detaches the
+ * process: later calls fail with -ENOTCONN and the same message, and the
+ * memory stays mapped (the daemon's again) until gd_client_detach.
+ *
+ * Every descriptor the library opens is close-on-exec. The library never
+ * raises SIGPIPE and does not touch signal dispositions; interrupted
+ * system calls are retried. A struct gd_client is used by one thread at a
+ * time.
+ */
+#ifndef GOSSIPD_CLIENT_H
+#define GOSSIPD_CLIENT_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How long gd_client_attach waits for the attach reply. A joiner's peer
+ * replies only once it has pulled the model from its donors. */
+#define GD_CLIENT_ATTACH_TIMEOUT_MS 300000
+/* The default for every later reply (gd_client_set_timeout changes it).
+ * With --lag a step reply is held until the peer's exchanges end. */
+#define GD_CLIENT_TIMEOUT_MS 120000
+
+struct gd_client;
+
+/*
+ * What a step request reports, shown by the peer in status, watch and
+ * metrics. A field that is not a finite number (NaN: start from
+ * GD_CLIENT_REPORT_INIT) is absent from the request. samples and epoch
+ * are counts: when present they must be whole and not negative.
+ */
+struct gd_client_report {
+	double loss;      /* recent training loss */
+	double samples;   /* training samples since the previous step request */
+	double epoch;     /* the current epoch */
+	double accuracy;  /* after an evaluation: test accuracy, 0 to 1 */
+	double test_loss; /* after an evaluation: test loss */
+};
+
+#define GD_CLIENT_REPORT_INIT { NAN, NAN, NAN, NAN, NAN }
+
+/*
+ * Connects to the control socket socket_path (NULL: the default job's,
+ * /tmp/gossipd-UID/default.sock), attaches with a vector of params float32
+ * values (1 to 2^31-1), and maps the shared memory the peer sends. Waits
+ * up to GD_CLIENT_ATTACH_TIMEOUT_MS for the reply. On success *out is the
+ * new client; on error *out is NULL and nothing is left open. The memory
+ * is not written: zero when gd_client_fresh(), else the job's model.
+ */
+int gd_client_attach(const char *socket_path, size_t params, struct gd_client **out,
+    char *err, size_t errlen);
+
+/* The shared vector: gd_client_nparams(c) floats, valid until
+ * gd_client_detach. */
+float *gd_client_params(struct gd_client *c);
+size_t gd_client_nparams(const struct gd_client *c);
+
+/* The step to continue from (the "step" of the attach reply). */
+uint64_t gd_client_start_step(const struct gd_client *c);
+
+/* 1 when the vector holds no model of the job yet (it is zero): write the
+ * initial parameters before the first gd_client_step. 0 when it holds the
+ * job's model (resumed, pulled from donors, or left by an earlier
+ * process): load it. */
+int gd_client_fresh(const struct gd_client *c);
+
+/* Timeout in milliseconds for the replies after the attach reply (step,
+ * status, leave); 0 or less waits for ever. Default GD_CLIENT_TIMEOUT_MS. */
+void gd_client_set_timeout(struct gd_client *c, int timeout_ms);
+
+/*
+ * A step boundary: step is the number of optimizer steps taken so far (not
+ * less than in the previous call), report NULL or what to report. Does not
+ * return before the peer has applied the mixes queued for this boundary;
+ * returns how many it applied (0: the memory is as the caller left it), or
+ * a negative errno. *stop (stop may be NULL) is set to 1 when the peer is
+ * leaving: its final checkpoint holds the memory as of this boundary and
+ * the caller should end its training, else to 0.
+ */
+int gd_client_step(struct gd_client *c, uint64_t step, const struct gd_client_report *report,
+    int *stop, char *err, size_t errlen);
+
+/* The peer's status reply, one JSON object ({"ok":true,...}) without its
+ * newline, in *json (malloc'd: the caller frees it). */
+int gd_client_status(struct gd_client *c, char **json, char *err, size_t errlen);
+
+/* Tells the peer to leave (as `gossipctl leave`): it writes its final
+ * checkpoint at the next step boundary, whose reply says stop. */
+int gd_client_leave(struct gd_client *c, char *err, size_t errlen);
+
+/* Detaches (best effort: the daemon detaches a closed connection anyway),
+ * unmaps the memory, closes the connection and frees c. NULL is a no-op. */
+void gd_client_detach(struct gd_client *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
