@@ -110,6 +110,8 @@ def main():
                     help="stop once the job's step count reaches N (steps made before "
                          "this process attached count)")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    ap.add_argument("--share-momentum", action="store_true",
+                    help="share SGD's momentum buffers with the peer too, so they are averaged")
     ap.add_argument("--no-gossip", action="store_true",
                     help="train alone, without a gossipd peer")
     ap.add_argument("--leave", action="store_true",
@@ -139,7 +141,8 @@ def main():
     if not args.no_gossip:
         # gossipd: share the parameters with the peer.
         peer = gossipd.attach(model, socket=args.socket, job=args.job,
-                              name=args.name or "torch_cnn.py %d/%d" % (i, n))
+                              name=args.name or "torch_cnn.py %d/%d" % (i, n),
+                              optimizer=opt if args.share_momentum else None)
         step = peer.step_count
         print("attached: %d parameters, %s, step %d" %
               (peer.params, "fresh" if peer.fresh else "the job's model", step), flush=True)

@@ -41,11 +41,16 @@ pulled it from the job's members, or an earlier process left it there),
 then continues from ``peer.step_count``. When it is fresh, the model's own
 initial values become the peer's.
 
-Optimizer state is not shared: momentum and Adam's moments stay in this
-process and are not averaged. After a mix a parameter keeps its local
+By default optimizer state is not shared: momentum and Adam's moments stay in
+this process and are not averaged. After a mix a parameter keeps its local
 momentum, which steers it on as before; a process that attaches again starts
 with the optimizer state it makes (the daemon's checkpoints hold zero
-momentum).
+momentum). With ``optimizer=opt`` (a ``torch.optim.SGD`` with momentum) the
+momentum buffers are laid after the parameters in the shared memory: the
+daemon averages them on the same coordinates as the parameters (as
+Hivemind's average_opt_statistics does), and a process that attaches again
+gets them back. The shared vector is then twice as long; every peer of the
+job must make the same choice.
 
 Only float32 parameters are shared. A model on a CUDA device stays there:
 the shared memory is then a host staging copy, written from the device before
@@ -171,16 +176,39 @@ def _errno(e):
     return errno.ETIMEDOUT if isinstance(e, TimeoutError) else e.errno or errno.EIO
 
 
-def _shared_tensors(model, buffers):
+def _shared_tensors(model, buffers, optimizer=None):
     """(name, tensor) for every tensor shared with the daemon, in the layout's
-    order: the parameters, then (with BUFFERS) the floating-point buffers.
-    Integer buffers (BatchNorm's num_batches_tracked) stay local."""
+    order: the parameters, then (with BUFFERS) the floating-point buffers,
+    then (with OPTIMIZER) each parameter's momentum buffer. Integer buffers
+    (BatchNorm's num_batches_tracked) stay local."""
     for name, p in model.named_parameters():
         yield name, p
     if buffers:
         for name, b in model.named_buffers():
             if b.is_floating_point():
                 yield name, b
+    if optimizer is not None:
+        for name, p in model.named_parameters():
+            yield name + ".momentum_buffer", optimizer.state[p]["momentum_buffer"]
+
+
+def _momentum_buffers(model, optimizer):
+    """Gives each parameter of MODEL a momentum buffer in OPTIMIZER's state (a
+    torch.optim.SGD with momentum, which makes them only at its first step
+    otherwise, and then updates them in place), so they can be shared."""
+    import torch
+
+    if not isinstance(optimizer, torch.optim.SGD) or not all(
+            g.get("momentum", 0) > 0 for g in optimizer.param_groups):
+        raise AttachError("optimizer=: only torch.optim.SGD with momentum > 0 shares its "
+                          "state (its momentum buffers)")
+    mine = set(id(p) for g in optimizer.param_groups for p in g["params"])
+    for name, p in model.named_parameters():
+        if id(p) not in mine:
+            raise AttachError("optimizer=: %s is not among the optimizer's parameters" % name)
+        state = optimizer.state[p]
+        if state.get("momentum_buffer") is None:
+            state["momentum_buffer"] = torch.zeros_like(p)
 
 
 def _number(v):
@@ -203,12 +231,15 @@ class Peer:
     """
 
     def __init__(self, model, socket=None, job="default", buffers=False, name=None,
-                 timeout=DEFAULT_TIMEOUT):
+                 timeout=DEFAULT_TIMEOUT, optimizer=None):
         import torch
 
         self._model = model
         self._buffers = buffers
-        tensors = list(_shared_tensors(model, buffers))
+        self._optimizer = optimizer
+        if optimizer is not None:
+            _momentum_buffers(model, optimizer)
+        tensors = list(_shared_tensors(model, buffers, optimizer))
         if not tensors:
             raise AttachError("the model has no parameters to share")
         device = tensors[0][1].device
@@ -293,7 +324,7 @@ class Peer:
 
     def _current(self):
         """The tensors the model shares now (as at attach, unless changed)."""
-        tensors = [t for _, t in _shared_tensors(self._model, self._buffers)]
+        tensors = [t for _, t in _shared_tensors(self._model, self._buffers, self._optimizer)]
         if len(tensors) != len(self._views):
             raise AttachError("the model has %d shared tensors, %d at attach: attach again "
                               "after changing the model" % (len(tensors), len(self._views)))
@@ -301,7 +332,7 @@ class Peer:
 
     def _moved(self, i):
         """The error for the model's I-th shared tensor having moved."""
-        name = list(_shared_tensors(self._model, self._buffers))[i][0]
+        name = list(_shared_tensors(self._model, self._buffers, self._optimizer))[i][0]
         return AttachError("%s is not the tensor attached any more (replaced by .to(), "
                            ".double(), `param.data = ...` or a new submodule?), so it no "
                            "longer shares gossipd's memory: attach again after changing "
@@ -401,7 +432,7 @@ class Peer:
         flat = getattr(self, "_flat", None)
         if flat is not None and not self._cuda:
             lo, hi = flat.data_ptr(), flat.data_ptr() + 4 * flat.numel()
-            for _, t in _shared_tensors(self._model, self._buffers):
+            for _, t in _shared_tensors(self._model, self._buffers, self._optimizer):
                 if lo <= t.data_ptr() < hi:
                     t.data = t.data.clone()
         self._flat = None
@@ -435,13 +466,16 @@ class Peer:
 
 
 def attach(model, socket=None, job="default", buffers=False, name=None,
-           timeout=DEFAULT_TIMEOUT):
+           timeout=DEFAULT_TIMEOUT, optimizer=None):
     """Attaches MODEL (a torch.nn.Module with float32 parameters) to the
     gossipd peer whose control socket is SOCKET (default: JOB's default
     socket, as gossipctl's) and returns the Peer.
 
     The parameters, in the order of model.parameters(), then with BUFFERS its
-    floating-point buffers, become views of the memory the daemon shares.
+    floating-point buffers, and with OPTIMIZER (a torch.optim.SGD with
+    momentum) each parameter's momentum buffer, become views of the memory
+    the daemon shares: the daemon then averages momentum with the
+    parameters, on the same coordinates.
     NAME is shown in the peer's status. TIMEOUT bounds each wait for a reply
     (seconds; None waits for ever). A joining peer (gossipd --join) answers
     once it has pulled the job's model from its donors: attach waits for
@@ -449,4 +483,5 @@ def attach(model, socket=None, job="default", buffers=False, name=None,
     when the daemon refuses (another process is attached, the sizes differ
     from the job's, the peer is leaving) or cannot be reached.
     """
-    return Peer(model, socket=socket, job=job, buffers=buffers, name=name, timeout=timeout)
+    return Peer(model, socket=socket, job=job, buffers=buffers, name=name, timeout=timeout,
+                optimizer=optimizer)
