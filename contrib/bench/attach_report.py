@@ -143,7 +143,6 @@ def mb(v):
 def accuracy(out, target, bar, lines):
     g = gossip_part(os.path.join(out, "raw", "gossip"), target)
     dd = ddp_part(os.path.join(out, "raw", "ddp"), target)
-    rows = g["peers"] + dd["peers"]
     ddp = dd["peers"][0]
     ddp_bytes = ddp["hit"]["bytes_sent"] if ddp["hit"] else None
     with open(os.path.join(out, "accuracy-evals.csv"), "w", newline="") as fh:
