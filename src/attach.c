@@ -156,11 +156,13 @@ attach_checkpoint(struct attach *a)
 
 	if (a->writing || a->closing)
 		return;
-	if (a->cfg->checkpoint_dir == NULL || a->d == 0) {
+	/* A vector that does not hold the job's model yet (zeros, or a pull
+	 * under way) must never become a checkpoint --resume would load. */
+	if (a->cfg->checkpoint_dir == NULL || !a->has_model) {
 		a->ckpt_taken = a->p.ckpt_done = a->ckpt_asked;
 		a->p.ckpt_rc = -ENOENT;
-		snprintf(a->p.ckpt_msg, sizeof(a->p.ckpt_msg), "%s",
-		    a->d == 0 ? "no model yet: no process has attached" : "no checkpoint_dir set");
+		snprintf(a->p.ckpt_msg, sizeof(a->p.ckpt_msg), "%s", !a->has_model ?
+		    "no model yet: no process has attached and stepped" : "no checkpoint_dir set");
 		attach_maybe_done(a);
 		attach_notify(a);
 		return;
@@ -580,8 +582,9 @@ attach_stop_expired(uv_timer_t *t)
 {
 	struct attach *a = t->data;
 
-	log_warn("leave: the training process reached no step boundary in %d s; the final "
-	    "checkpoint takes its parameters as they are", ATTACH_STOP_WAIT_MS / 1000);
+	log_warn("leave: the training process reached no step boundary in %d s; leaving "
+	    "without it%s", ATTACH_STOP_WAIT_MS / 1000, a->has_model ?
+	    " (the final checkpoint takes its parameters as they are)" : "");
 	attach_final(a);
 }
 
@@ -614,6 +617,12 @@ int
 attach_attached(const struct attach *a)
 {
 	return a->state == ATTACH_ATTACHED;
+}
+
+int
+attach_holds_model(const struct attach *a)
+{
+	return a->has_model;
 }
 
 void

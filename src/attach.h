@@ -76,6 +76,9 @@ void attach_gone(struct attach *a, uint64_t client);
 
 void attach_get_progress(struct attach *a, struct train_progress *p);
 int attach_attached(const struct attach *a);
+/* The vector holds the job's model (a process stepped, a pull or a
+ * checkpoint filled it). */
+int attach_holds_model(const struct attach *a);
 /* status's "attach" object. */
 json_t *attach_status(struct attach *a);
 /* As train_request_checkpoint: done when progress.ckpt_done >= ticket. */

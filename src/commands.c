@@ -259,9 +259,9 @@ commands_do_checkpoint(struct daemon *d, uint64_t client, json_t *req, json_t **
 		*reply = control_error("peer is leaving; its final checkpoint is on the way");
 		return CONTROL_REPLIED;
 	}
-	if (d->trainer == NULL && (d->attach == NULL || d->model->d == 0)) {
+	if (d->trainer == NULL && (d->attach == NULL || !attach_holds_model(d->attach))) {
 		*reply = control_error(d->attach != NULL ?
-		    "no training process has attached yet: no model to save" :
+		    "no model yet: no training process has attached and stepped" :
 		    "peer is still joining: no model to save yet");
 		return CONTROL_REPLIED;
 	}

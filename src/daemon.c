@@ -116,8 +116,7 @@ daemon_begin_leave(struct daemon *d, const char *why)
 	daemon_maybe_exit(d);
 }
 
-/* Trainer thread. */
-static void
+void
 daemon_notify(void *arg)
 {
 	struct daemon *d = arg;

@@ -65,6 +65,9 @@ void daemon_progress(struct daemon *d, struct train_progress *p);
 /* Every protocol's send: through the transport while it is open. */
 int daemon_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
     proto_sent_cb cb, void *cbarg);
+/* The trainer has news (progress, a checkpoint, its end): wakes the loop.
+ * Thread-safe: the trainer thread calls it, and the external trainer. */
+void daemon_notify(void *arg);
 /* Start the trainer from start_step; a failure ends the peer. */
 void daemon_start_training(struct daemon *d, uint64_t start_step);
 /* Announce `left`, stop the trainer, exit once both are through. */

@@ -22,8 +22,8 @@
 #include "ckpt.h"
 #include "commands.h"
 #include "control.h"
-#include "log.h"
 #include "gossip.h"
+#include "log.h"
 #include "member.h"
 #include "model.h"
 #include "pace.h"
@@ -294,14 +294,6 @@ out:
 }
 
 /* The external trainer's calls (attach.h), on the loop thread. */
-static void
-server_attach_notify(void *arg)
-{
-	struct daemon *d = arg;
-
-	uv_async_send(&d->wake);
-}
-
 static int
 server_attach_bound(void *arg, size_t n)
 {
@@ -351,7 +343,7 @@ server_attach_gone(struct control *ctl, uint64_t client, void *arg)
 static int
 server_open_attach(struct daemon *d, struct errbuf *err)
 {
-	struct attach_hooks hooks = { server_attach_notify, server_attach_bound,
+	struct attach_hooks hooks = { daemon_notify, server_attach_bound,
 	    server_attach_ready, server_attach_step, server_attach_held, d };
 	int rc;
 
