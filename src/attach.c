@@ -59,6 +59,7 @@ struct attach {
 	int pid;
 	char name[64];
 	int holding;              /* a step reply waits for pace */
+	double held_since;        /* when pace began to hold it; 0: not held */
 	uint64_t mixes_told;      /* model_mixes at the last reply */
 	double last_boundary;
 	double last_news;         /* last progress notification of a step */
@@ -436,6 +437,10 @@ attach_answer_step(struct attach *a)
 	json_t *r;
 
 	a->holding = 0;
+	if (a->held_since > 0) {
+		a->h.waited(a->h.arg, util_now() - a->held_since);
+		a->held_since = 0;
+	}
 	r = json_pack("{s:b, s:I, s:I, s:b}", "ok", 1, "step", (json_int_t)a->p.step,
 	    "mixed", (json_int_t)(mixes - a->mixes_told), "stop", (int)stop);
 	a->mixes_told = mixes;
@@ -513,8 +518,12 @@ attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 		attach_notify(a);
 	}
 	/* The step hook may have started a round that pace holds us for. */
-	if (a->state == ATTACH_ATTACHED && a->holding && !a->h.held(a->h.arg, n))
-		attach_answer_step(a);
+	if (a->state == ATTACH_ATTACHED && a->holding) {
+		if (!a->h.held(a->h.arg, n))
+			attach_answer_step(a);
+		else
+			a->held_since = now;
+	}
 	return CONTROL_DEFERRED;
 }
 
@@ -537,6 +546,7 @@ attach_let_go(struct attach *a, const char *how)
 	a->client = 0;
 	a->state = ATTACH_DETACHED;
 	a->holding = 0;
+	a->held_since = 0;
 	if ((rc = model_release(a->m)) < 0)
 		log_error("applying queued mixes: %s", strerror(-rc));
 	log_info("trainer pid %d %s at step %" PRIu64 "; serving its last parameters", a->pid,

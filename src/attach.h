@@ -44,6 +44,7 @@ struct attach_hooks {
 	void (*ready)(void *arg);                 /* the vector holds the job's model */
 	void (*step)(void *arg, uint64_t step);   /* a boundary passed */
 	int (*held)(void *arg, uint64_t step);    /* must the process wait at step? */
+	void (*waited)(void *arg, double seconds); /* a held step reply went out */
 	void *arg;
 };
 

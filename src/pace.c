@@ -102,6 +102,15 @@ pace_holds(struct pace *p, uint64_t step)
 }
 
 void
+pace_waited(struct pace *p, double seconds)
+{
+	pthread_mutex_lock(&p->mu);
+	p->waited += seconds;
+	p->waits++;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void
 pace_stats(struct pace *p, double *seconds, uint64_t *waits)
 {
 	pthread_mutex_lock(&p->mu);

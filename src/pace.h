@@ -40,6 +40,10 @@ void pace_wait(struct pace *p, uint64_t step);
  * trainer's step reply is held instead). */
 int pace_holds(struct pace *p, uint64_t step);
 
+/* Loop thread: an external trainer waited this long (its step reply was
+ * held instead of its thread), counted as one wait. */
+void pace_waited(struct pace *p, double seconds);
+
 /* Seconds the trainer spent waiting, and how many times it waited. */
 void pace_stats(struct pace *p, double *seconds, uint64_t *waits);
 

@@ -331,6 +331,15 @@ server_attach_held(void *arg, uint64_t step)
 }
 
 static void
+server_attach_waited(void *arg, double seconds)
+{
+	struct daemon *d = arg;
+
+	if (d->pace != NULL)
+		pace_waited(d->pace, seconds);
+}
+
+static void
 server_attach_gone(struct control *ctl, uint64_t client, void *arg)
 {
 	struct daemon *d = arg;
@@ -344,7 +353,7 @@ static int
 server_open_attach(struct daemon *d, struct errbuf *err)
 {
 	struct attach_hooks hooks = { daemon_notify, server_attach_bound,
-	    server_attach_ready, server_attach_step, server_attach_held, d };
+	    server_attach_ready, server_attach_step, server_attach_held, server_attach_waited, d };
 	int rc;
 
 	if ((rc = attach_new(&d->cfg, d->model, d->control, d->loop, &hooks, &d->attach,
