@@ -2,12 +2,14 @@
 """The attach tests' probe: attaches a fresh contrib/examples/torch_cnn.py
 CNN (initialised unlike the job's) to a peer, looks at what it got, and
 detaches without training. Prints one JSON line:
-{"fresh":..., "step":..., "accuracy":..., "same":...} ("same": whether the
-values equal those saved by --save earlier, with --same), or with
+{"fresh":..., "step":..., "accuracy":..., "same":..., "mean_err":...}
+("same": whether the values equal those saved by --save earlier, with
+--same; "mean_err": their largest distance from the mean of two saved
+ones, with --mean), or with
 --refused, {"refused": "<the daemon's reason>"}. Exits 1 when attach did
 not do what was expected.
 
-usage: attach_probe.py SOCKET [--save FILE] [--same FILE] [--refused]
+usage: attach_probe.py SOCKET [--save FILE] [--same FILE] [--mean FILE FILE] [--refused]
 (PYTHONPATH must hold src/python and contrib/examples.)
 """
 import argparse
@@ -25,6 +27,8 @@ def main():
     ap.add_argument("socket")
     ap.add_argument("--save", help="save the attached values to FILE")
     ap.add_argument("--same", help="compare the attached values with FILE's")
+    ap.add_argument("--mean", nargs=2, metavar="FILE",
+                    help="how far the attached values are from the mean of two saved ones")
     ap.add_argument("--refused", action="store_true", help="expect attach to be refused")
     args = ap.parse_args()
 
@@ -51,6 +55,9 @@ def main():
         torch.save(values, args.save)
     if args.same:
         out["same"] = torch.equal(values, torch.load(args.same))
+    if args.mean:
+        mean = (torch.load(args.mean[0]) + torch.load(args.mean[1])) / 2
+        out["mean_err"] = (values - mean).abs().max().item()
     print(json.dumps(out))
     return 0
 

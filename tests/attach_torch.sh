@@ -5,8 +5,8 @@
 # peers exchange, both reach a low accuracy bar; once the processes have
 # closed, the daemons stay up and show them detached, and a process that
 # attaches again gets the job's model (fresh false, its step, its accuracy),
-# the same values each time; a joiner's process gets the model its daemon
-# pulled from the donors.
+# the same values each time; a joiner's process gets the donors' average
+# that its daemon pulled.
 . "$(dirname "$0")/fleet.sh"
 fleet_need_data
 "$PYTHON" -c 'import torch' 2>/dev/null || fleet_skip "$PYTHON cannot import torch (apt-get install python3-torch)"
@@ -58,8 +58,11 @@ done
 fleet_ok "both exchanged; both daemons up, detached, at step $STEPS"
 
 # A joiner's process starts from the model its daemon pulled from the
-# donors (a and b): its attach is answered once the pull is done, at the
-# donors' step, and the model it gets scores within 2 points of theirs.
+# donors (a and b, both quiet now): its attach is answered once the pull is
+# done, at the donors' step, with their average to float precision. How it
+# scores against them depends on how far apart they drifted (on a loaded
+# machine the average of two peers that mixed 1% slices for 300 steps can
+# score a few points below both), so the bar is only "a trained model".
 joiner() {
 	fleet_port "FLEET_PORT[c]"
 	fleet_gossipd c --listen "127.0.0.1:${FLEET_PORT[c]}" --key-file "$FLEET_DIR/key" \
@@ -68,21 +71,25 @@ joiner() {
 }
 donors=
 for p in a b; do
-	out=$("${PROBE[@]}" "$FLEET_DIR/$p.sock" 2>&1) || fleet_fail "probe of donor $p: $out"
+	out=$("${PROBE[@]}" "$FLEET_DIR/$p.sock" --save "$FLEET_DIR/$p.values" 2>&1) ||
+		fleet_fail "probe of donor $p: $out"
 	donors+=" $(fleet_json .accuracy <<<"$out")"
 	fleet_wait_status "$p" .attach.state detached "show the probe detached" 10
 done
 fleet_up joiner
-out=$("${PROBE[@]}" "$FLEET_DIR/c.sock" 2>&1) || fleet_fail "probe of the joiner: $out"
-grep -q "bootstrap: model pulled" "$FLEET_LOGS/c.log" || fleet_fail "c did not pull: $(fleet_tail c)"
+out=$("${PROBE[@]}" "$FLEET_DIR/c.sock" --mean "$FLEET_DIR/a.values" "$FLEET_DIR/b.values" 2>&1) ||
+	fleet_fail "probe of the joiner: $out"
+grep -q "bootstrap: model pulled from .*,.*; continuing" "$FLEET_LOGS/c.log" ||
+	fleet_fail "c did not pull from both donors: $(fleet_tail c)"
 [ "$(fleet_json '"\(.fresh) \(.step)"' <<<"$out")" = "false $STEPS" ] ||
 	fleet_fail "the joiner's process did not get the pulled model at step $STEPS: $out"
+at_least 1e-5 "$(fleet_json .mean_err <<<"$out")" ||
+	fleet_fail "the joiner's model is not the donors' average: $out"
 jacc=$(fleet_json .accuracy <<<"$out")
-"$PYTHON" -c "import sys; d = [$(tr ' ' ',' <<<"${donors# }")]; sys.exit(0 if $jacc >= min(d) - 0.02 else 1)" ||
-	fleet_fail "the joiner's model scores $jacc, the donors'$donors"
+at_least "$jacc" $BAR || fleet_fail "the joiner's model scores $jacc, the donors'$donors"
 fleet_ctl c leave >/dev/null || fleet_fail "c: leave"
 fleet_wait_exit c 30 || fleet_fail "c: leave exited $?: $(fleet_tail c)"
-fleet_ok "a joiner's process starts from the pulled model: accuracy $jacc, donors'$donors"
+fleet_ok "a joiner's process starts from the donors' average: accuracy $jacc, donors'$donors"
 
 # Without b, nothing moves a's values any more: two processes attaching one
 # after the other must get the same ones.

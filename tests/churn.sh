@@ -3,7 +3,7 @@
 # member, pulling the model from donors) and loses one peer to SIGKILL in
 # the middle of training. Every surviving peer still reaches the target
 # (>= 0.80 on the whole test set, exit 0), and each joiner's first
-# evaluation after its pull is within 2 points of its donors' (their
+# evaluation after its pull is no more than 2 points below its donors' (their
 # evaluations around the step the joiner took over).
 . "$(dirname "$0")/fleet.sh"
 fleet_need_data
@@ -99,8 +99,11 @@ for j in ("j4", "j5"):
         ref += [a for s, a in ev if s <= step][-1:] + [a for s, a in ev if s > step][:1]
     mean = sum(ref) / len(ref)
     print(f"{j}: first evaluation {first:.4f} at step {step}; donors {m.group(1)} had {mean:.4f}")
-    if abs(first - mean) > 0.02:
-        print(f"FAIL: {j} is {abs(first - mean):.4f} from its donors"); bad += 1
+    # One-sided: the average of several donors often scores above each of
+    # them (seen: 2.0 points above, on a loaded machine); only a joiner
+    # that starts worse has lost what the job had learned.
+    if first < mean - 0.02:
+        print(f"FAIL: {j} is {mean - first:.4f} below its donors"); bad += 1
 sys.exit(1 if bad else 0)
 PY
-fleet_ok "survivors reach the target; joiners start within 2 points of their donors"
+fleet_ok "survivors reach the target; joiners start no more than 2 points below their donors"
