@@ -17,6 +17,7 @@
 #include "gossipd/control.h"
 #include "log.h"
 #include "member.h"
+#include "httpd.h"
 #include "metrics.h"
 #include "model.h"
 #include "pace.h"
@@ -145,6 +146,8 @@ commands_stats(struct daemon *d)
 	}
 	if (d->pull != NULL)
 		pull_stats_json(d->pull, stats);
+	if (d->httpd != NULL)
+		httpd_stats_json(d->httpd, stats);
 	return stats;
 }
 
@@ -194,38 +197,56 @@ commands_do_stats(struct daemon *d, uint64_t client, json_t *req, json_t **reply
 	return CONTROL_REPLIED;
 }
 
-static int
-commands_do_peers(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
+/* Every member this peer knows of, itself included. */
+static json_t *
+commands_peers(struct daemon *d)
 {
 	struct member_info *info;
 	json_t *list = json_array();
 	double now = util_now();
-	size_t n = 0, i;
+	size_t n, i;
 
+	if (d->member == NULL)
+		return list;
+	n = member_list(d->member, NULL, 0);
+	info = xcalloc(n ? n : 1, sizeof(*info));
+	n = member_list(d->member, info, n);
+	for (i = 0; i < n; i++)
+		json_array_append_new(list, commands_peer(d, &info[i], now));
+	free(info);
+	return list;
+}
+
+static int
+commands_do_peers(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
+{
 	(void)client;
 	(void)req;
-	if (d->member != NULL) {
-		n = member_list(d->member, NULL, 0);
-		info = xcalloc(n ? n : 1, sizeof(*info));
-		n = member_list(d->member, info, n);
-		for (i = 0; i < n; i++)
-			json_array_append_new(list, commands_peer(d, &info[i], now));
-		free(info);
-	}
-	*reply = json_pack("{s:b, s:o}", "ok", 1, "peers", list);
+	*reply = json_pack("{s:b, s:o}", "ok", 1, "peers", commands_peers(d));
 	return CONTROL_REPLIED;
+}
+
+char *
+commands_metrics(void *arg)
+{
+	struct daemon *d = arg;
+	json_t *status = commands_status(d), *stats = commands_stats(d);
+	json_t *peers = commands_peers(d);
+	char *text = metrics_render(status, stats, peers);
+
+	json_decref(status);
+	json_decref(stats);
+	json_decref(peers);
+	return text;
 }
 
 static int
 commands_do_metrics(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
 {
-	json_t *status = commands_status(d), *stats = commands_stats(d);
-	char *text = metrics_render(status, stats);
+	char *text = commands_metrics(d);
 
 	(void)client;
 	(void)req;
-	json_decref(status);
-	json_decref(stats);
 	if (text == NULL) {
 		*reply = control_error("out of memory");
 		return CONTROL_REPLIED;

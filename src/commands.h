@@ -22,6 +22,9 @@ int commands_handle(struct control *ctl, uint64_t client, const char *cmd, json_
     json_t **reply, void *arg);
 /* The status object, as `status` replies and `watch` streams it. */
 json_t *commands_status(struct daemon *d);
+/* The Prometheus exposition of status, stats and peers (metrics.h), a
+ * malloc'd text or NULL; arg is the daemon (an httpd_render_fn). */
+char *commands_metrics(void *arg);
 /* Answer the checkpoint requests the trainer has written by now (all of
  * them, as failed if not written, when final). */
 void commands_answer_checkpoints(struct daemon *d, const struct train_progress *p,

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stddef.h>
@@ -116,6 +117,8 @@ static const struct config_key config_keys[] = {
 	  "deadline of one exchange or model-chunk pull (default: 5)" },
 	{ "control", 0, "PATH", CT_STR, OFF(control), 0, 0, NULL, 0,
 	  "control socket (default: /tmp/gossipd-UID/JOB.sock)" },
+	{ "metrics_listen", 0, "HOST:PORT", CT_ADDR, OFF(metrics_listen), 0, 0, NULL, 0,
+	  "serve Prometheus metrics over HTTP at http://HOST:PORT/metrics; HOST numeric (default: none)" },
 	{ "data", 0, "DIR", CT_STR, OFF(data_dir), 0, 0, NULL, 0,
 	  "directory of the IDX files (default: " CONFIG_DEFAULT_DATA ")" },
 	{ "shard", 0, "I/N", CT_CUSTOM, NOFIELD, 0, 0, config_parse_shard, 0,
@@ -564,6 +567,22 @@ config_rule_listen(const struct config *c, struct errbuf *err)
 	return 0;
 }
 
+/* The HTTP listener binds without a resolver: a name would fail late. */
+static int
+config_rule_metrics_listen(const struct config *c, struct errbuf *err)
+{
+	char host[256], port[ADDR_PORT_LEN];
+	unsigned char buf[sizeof(struct in6_addr)];
+
+	if (c->metrics_listen == NULL)
+		return 0;
+	if (addr_split(c->metrics_listen, host, sizeof(host), port) < 0 ||
+	    (inet_pton(AF_INET, host, buf) != 1 && inet_pton(AF_INET6, host, buf) != 1))
+		return errbuf_set(err, -EINVAL, "metrics_listen: '%s' needs a numeric host "
+		    "(e.g. 127.0.0.1:9477, 0.0.0.0:9477 or [::]:9477)", c->metrics_listen);
+	return 0;
+}
+
 static int
 config_rule_probe(const struct config *c, struct errbuf *err)
 {
@@ -618,7 +637,7 @@ config_rule_job(const struct config *c, struct errbuf *err)
 }
 
 static int (*const config_rules[])(const struct config *c, struct errbuf *err) = {
-	config_rule_key_file, config_rule_listen, config_rule_probe, config_rule_resume,
+	config_rule_key_file, config_rule_listen, config_rule_metrics_listen, config_rule_probe, config_rule_resume,
 	config_rule_model, config_rule_mask, config_rule_job,
 };
 
@@ -824,6 +843,7 @@ config_free(struct config *c)
 	addr_list_free(c->peer_list, c->npeers);
 	free(c->join);
 	free(c->control);
+	free(c->metrics_listen);
 	free(c->data_dir);
 	free(c->device);
 	free(c->checkpoint_dir);

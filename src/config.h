@@ -38,6 +38,7 @@ struct config {
 	char **peer_list;          /* its addresses, parsed and checked at load */
 	size_t npeers;
 	char *join;                /* HOST:PORT of any member, NULL = none */
+	char *metrics_listen;      /* HOST:PORT of the /metrics listener, NULL = none */
 	int linger;                /* stay a member after the training budget */
 	int probe_interval;        /* ms, the SWIM protocol period */
 	int probe_timeout;         /* ms before indirect probes */

@@ -15,6 +15,7 @@
 #include "control.h"
 #include "daemon.h"
 #include "gossip.h"
+#include "httpd.h"
 #include "log.h"
 #include "member.h"
 #include "pace.h"
@@ -63,6 +64,8 @@ daemon_shutdown(struct daemon *d)
 	}
 	attach_close(d->attach);
 	control_close(d->control);
+	httpd_close(d->httpd);
+	d->httpd = NULL;
 	if (d->transport != NULL) {
 		/* fails what is still in flight: no send callback after this */
 		transport_close(d->transport, NULL, NULL);

@@ -35,6 +35,7 @@ struct daemon {
 	struct trainer *trainer;       /* the built-in trainer, once it runs */
 	struct attach *attach;         /* the external trainer (--trainer external) */
 	struct control *control;
+	struct httpd *httpd;           /* the /metrics listener, with --metrics-listen */
 	struct transport *transport;   /* NULL without --listen */
 	struct member *member;         /* NULL without --listen */
 	uv_timer_t member_timer;

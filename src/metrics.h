@@ -1,18 +1,20 @@
 /*
  * metrics: the Prometheus text exposition (format 0.0.4) of a peer's
- * counters and gauges, for `gossipctl metrics` and scrapers. It renders
- * the same JSON objects that `status` and `stats` return, so a number
- * cannot be in one and missing from the other: every numeric field of
- * status is a gauge (or a counter for the byte and exchange totals), and
- * every numeric leaf of stats becomes a metric named after its path, with
- * the per-reason and per-type maps of the transport as labels.
+ * counters and gauges, for `gossipctl metrics` and the HTTP listener
+ * (--metrics-listen). It renders the same JSON objects that the `status`,
+ * `stats` and `peers` commands return, so a number cannot be in one and
+ * missing from the other: every numeric field becomes a metric with a
+ * HELP text and a type, maps by reason or message type become labels, and
+ * each member other than this peer gets its own series (labels peer and
+ * addr).
  */
 #ifndef GD_METRICS_H
 #define GD_METRICS_H
 
 #include <jansson.h>
 
-/* A malloc'd NUL-terminated text, or NULL without memory. */
-char *metrics_render(json_t *status, json_t *stats);
+/* A malloc'd NUL-terminated text, or NULL without memory. peers is the
+ * array of the peers reply, or NULL. */
+char *metrics_render(json_t *status, json_t *stats, json_t *peers);
 
 #endif

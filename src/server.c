@@ -23,6 +23,7 @@
 #include "commands.h"
 #include "control.h"
 #include "gossip.h"
+#include "httpd.h"
 #include "log.h"
 #include "member.h"
 #include "model.h"
@@ -410,6 +411,9 @@ server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 	uv_signal_start(&d->sigint, server_signal, SIGINT);
 	if ((rc = control_open(d->loop, d->cfg.control, commands_handle, d, &d->control,
 	    err)) < 0)
+		goto runtime;
+	if (d->cfg.metrics_listen != NULL && (rc = httpd_open(d->loop, d->cfg.metrics_listen,
+	    commands_metrics, d, &d->httpd, err)) < 0)
 		goto runtime;
 	if (d->cfg.trainer == TRAINER_EXTERNAL && (rc = server_open_attach(d, err)) < 0)
 		goto runtime;

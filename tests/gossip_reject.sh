@@ -40,8 +40,8 @@ fleet_alive "$(fleet_pid v)" || fleet_fail "the peer died: $(fleet_tail v)"
 fleet_ctl v --json stats >"$FLEET_DIR/stats.json" || fleet_fail "stats after the request"
 n=$(fleet_json .gossip.bad_mask <"$FLEET_DIR/stats.json")
 [ "$n" = 1 ] || fleet_fail "gossip.bad_mask is $n, wanted 1"
-fleet_ctl v metrics >"$FLEET_DIR/metrics" && grep -q "^gossipd_gossip_bad_mask 1$" "$FLEET_DIR/metrics" ||
-	fleet_fail "metrics lack gossipd_gossip_bad_mask 1"
+fleet_ctl v metrics >"$FLEET_DIR/metrics" && grep -q "^gossipd_gossip_bad_mask_total 1$" "$FLEET_DIR/metrics" ||
+	fleet_fail "metrics lack gossipd_gossip_bad_mask_total 1"
 fleet_ok "a REQ of density 0.9, block $((d / 2 + 1)) over $d values: REFUSED, counted, peer running"
 
 # The same shape from the operator: refused, both keys named, nothing set.
