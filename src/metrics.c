@@ -153,9 +153,9 @@ static const struct metric_def metric_defs[] = {
 	/* stats.transport */
 	{ "transport", "rejected", MK_MAP, "gossipd_transport_rejected_total", C, "reason",
 	    "messages dropped by the transport, by reason" },
-	{ "transport", "bytes_sent", MK_MAP, "gossipd_transport_sent_bytes_total", C, "type",
+	{ "transport", "bytes_sent", MK_MAP, "gossipd_transport_bytes_sent_total", C, "type",
 	    "bytes sent, by message type" },
-	{ "transport", "bytes_received", MK_MAP, "gossipd_transport_received_bytes_total", C,
+	{ "transport", "bytes_received", MK_MAP, "gossipd_transport_bytes_received_total", C,
 	    "type", "bytes received and accepted, by message type" },
 	{ "transport", "messages_sent", MK_NUMBER, "gossipd_transport_messages_sent_total", C,
 	    NULL, "messages sent" },

@@ -113,7 +113,7 @@ main(void)
 	REQUIRE(strstr(text, "gossipd_attach_pid 77\n") != NULL);
 	REQUIRE(strstr(text, "gossipd_transport_rejected_total{reason=\"bad_mac\"} 3\n") != NULL);
 	REQUIRE(strstr(text, "reason=\"total\"") == NULL);
-	REQUIRE(strstr(text, "gossipd_transport_sent_bytes_total{type=\"we\\\"ird\\\\type\"} 7\n")
+	REQUIRE(strstr(text, "gossipd_transport_bytes_sent_total{type=\"we\\\"ird\\\\type\"} 7\n")
 	    != NULL);
 	REQUIRE(strstr(text, "gossipd_membership_pings_sent_total 11\n") != NULL);
 	REQUIRE(strstr(text, "# TYPE gossipd_membership_alive gauge\n") != NULL);
