@@ -48,9 +48,9 @@ commands_state_name(enum train_state s)
 	return "unknown";
 }
 
-/* What status calls the peer's state: the trainer's, except while it
- * looks for the job, pulls the model, or announces its leave. */
-static const char *
+/* The trainer's state, except while the peer looks for the job, pulls
+ * the model, or announces its leave. */
+const char *
 commands_state(struct daemon *d, const struct train_progress *p)
 {
 	if (d->leaving)

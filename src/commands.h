@@ -20,6 +20,8 @@
 /* The control socket's handler; arg is the daemon. */
 int commands_handle(struct control *ctl, uint64_t client, const char *cmd, json_t *req,
     json_t **reply, void *arg);
+/* What status calls the peer's state: training, joining, waiting, ... */
+const char *commands_state(struct daemon *d, const struct train_progress *p);
 /* The status object, as `status` replies and `watch` streams it. */
 json_t *commands_status(struct daemon *d);
 /* The Prometheus exposition of status, stats and peers (metrics.h), a

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "member.h"
 #include "pace.h"
+#include "service.h"
 #include "transport.h"
 
 void
@@ -104,6 +105,7 @@ daemon_begin_leave(struct daemon *d, const char *why)
 		return;
 	d->leaving = 1;
 	log_info("%s: leaving", why);
+	service_stopping(why);
 	if (d->pace != NULL)
 		pace_close(d->pace);
 	if (d->trainer != NULL)
@@ -151,6 +153,8 @@ daemon_start_training(struct daemon *d, uint64_t start_step)
 		attach_start(d->attach, start_step);
 		log_info("peer %016" PRIx64 " holds the job's model at step %" PRIu64
 		    "; its training process attaches on %s", d->id, start_step, d->cfg.control);
+		service_status("holding the job's model at step %" PRIu64 "; waiting for its "
+		    "training process to attach on %s", start_step, d->cfg.control);
 		return;
 	}
 	rc = train_new(&d->cfg, d->model, &d->train, d->shard, d->shard_n, &d->test, start_step,
@@ -169,6 +173,8 @@ daemon_start_training(struct daemon *d, uint64_t start_step)
 		gossip_set_ready(d->gossip, 1);
 	log_info("peer %016" PRIx64 " training %s on %s from step %" PRIu64
 	    ", control socket %s", d->id, d->cfg.job, d->cfg.device, start_step, d->cfg.control);
+	service_status("training %s on %s from step %" PRIu64, d->cfg.job, d->cfg.device,
+	    start_step);
 }
 
 /* Arm the timer for the protocol's next deadline; while leaving, look

@@ -30,6 +30,7 @@
 #include "pace.h"
 #include "rounds.h"
 #include "server.h"
+#include "service.h"
 #include "session.h"
 #include "transport.h"
 
@@ -50,6 +51,8 @@ server_wake(uv_async_t *h)
 		return;
 	daemon_progress(d, &p);
 	commands_answer_checkpoints(d, &p, 0);
+	if (p.state == TRAIN_TRAINING && !d->leaving)
+		service_progress(commands_state(d, &p), &p);
 	if (control_watchers(d->control) > 0) {
 		json_t *msg = commands_status(d);
 
@@ -68,10 +71,13 @@ server_wake(uv_async_t *h)
 			    p.step, p.elapsed, p.accuracy, p.test_loss);
 		}
 		commands_answer_checkpoints(d, &p, 1);
-		if (p.state == TRAIN_DONE && d->cfg.linger && d->member != NULL && !d->leaving)
+		if (p.state == TRAIN_DONE && d->cfg.linger && d->member != NULL && !d->leaving) {
 			log_info("training budget spent; lingering as a member until told to leave");
-		else
+			service_status("done at step %" PRIu64 ", test accuracy %.4f; lingering as a "
+			    "member until told to leave", p.step, p.accuracy);
+		} else {
 			daemon_begin_leave(d, "training finished");
+		}
 	}
 	daemon_maybe_exit(d);
 }
@@ -423,14 +429,23 @@ server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 	d->must_pull = d->cfg.join != NULL && start_step == 0;
 	if ((rc = server_open_transport(d, err)) < 0)
 		goto out;
-	if (d->must_pull)
+	if (d->must_pull) {
 		log_info("joining through %s: the model comes from donors before training",
 		    d->cfg.join);
-	else if (d->attach == NULL)
+		service_status("joining through %s: pulling the model", d->cfg.join);
+	} else if (d->attach == NULL) {
 		daemon_start_training(d, start_step);
-	else
+	} else {
 		log_info("peer %016" PRIx64 " waits for its training process to attach on %s%s",
 		    d->id, d->cfg.control, start_step > 0 ? " (holding the resumed model)" : "");
+		service_status("waiting for its training process to attach on %s",
+		    d->cfg.control);
+	}
+	/* Ready before a joiner's pull, not after it: service.h says why.
+	 * The socket listens; what connects is served once the loop runs,
+	 * right after this. */
+	if (!d->stopping)
+		service_ready();
 	return 0;
 usage:
 	d->exit_code = DAEMON_EXIT_USAGE;
