@@ -68,6 +68,11 @@ daemon_shutdown(struct daemon *d)
 	httpd_close(d->httpd);
 	d->httpd = NULL;
 	if (d->transport != NULL) {
+		/* The totals, once: scripts read the log after the process is gone. */
+		log_info("traffic: sent %" PRIu64 " bytes, received %" PRIu64 " bytes, %" PRIu64
+		    " exchanges", transport_bytes_sent(d->transport),
+		    transport_bytes_received(d->transport),
+		    d->gossip != NULL ? gossip_exchanges(d->gossip) : 0);
 		/* fails what is still in flight: no send callback after this */
 		transport_close(d->transport, NULL, NULL);
 		d->transport = NULL;
