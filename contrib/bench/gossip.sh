@@ -25,6 +25,11 @@
 #                   final checkpoints, evaluated by gossip_report.py; DDP's
 #                   model. Periodic evaluations use the first EVAL_SAMPLES
 #                   test images in both systems, on every peer or worker.
+#   average model   gossipd: the mean of the peers' final checkpoints, on
+#                   the whole test set, and each peer's distance to it
+#                   (||x_p - mean|| / ||mean||, mean and max over peers):
+#                   how far the peers are from agreeing on the job's model
+#                   (contrib/bench/ckpt_average.py, also usable alone).
 #
 # Run from the build directory (or set BUILD):
 #     contrib/bench/gossip.sh [OUTDIR]     (default OUTDIR: ./bench-gossip)

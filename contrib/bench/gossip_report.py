@@ -6,76 +6,28 @@ Reads OUTDIR/raw/SYSTEM/ (gossipd: meta.json, p*.log, status.jsonl, ss.txt,
 ckpt*/; DDP: meta.json, w0.out) and writes OUTDIR/SYSTEM-evals.csv,
 OUTDIR/SYSTEM-job.csv, OUTDIR/summary.csv and OUTDIR/table.md. The
 definitions of the figures are in gossip.sh's header. Needs numpy only: the
-gossipd peers' final checkpoints are evaluated on the whole test set here
-(format: include/gossipd/ckpt_format.h, layout: src/model.h).
+gossipd peers' final checkpoints are evaluated on the whole test set, and
+averaged, by ckpt_average.py (the job's average model, and each peer's
+distance to it).
 """
 import argparse
 import bisect
 import csv
 import glob
-import gzip
 import json
 import os
 import re
-import struct
 import sys
 import time
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ckpt_average import average, ckpt_accuracy  # noqa: E402
 
-DATA = "/usr/share/datasets/fashion-mnist"
-MEAN, STD = 0.2860, 0.3530
 EVAL_RE = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) \S+\s+step (\d+) epoch (\d+): "
                      r"test loss (\S+) accuracy (\S+)")
 START_RE = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) \S+\s+peer \S+ training .* from step")
 DONE_RE = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) \S+\s+done: (\d+) steps in (\S+) s, "
                      r"test accuracy ([0-9.]+)")
-
-
-def load_idx(path):
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    ndim = raw[3]
-    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-_test = None
-
-
-def test_set():
-    global _test
-    if _test is None:
-        x = load_idx(os.path.join(DATA, "t10k-images-idx3-ubyte.gz"))
-        y = load_idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz"))
-        x = (x.reshape(len(x), -1).astype(np.float32) / 255.0 - MEAN) / STD
-        _test = (x, y.astype(np.int64))
-    return _test
-
-
-def ckpt_accuracy(path):
-    """(step, accuracy on the whole test set) of a gossipd checkpoint."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:8] != b"GDCKPT\r\n":
-        raise ValueError("%s: not a checkpoint" % path)
-    _version, hsize, nl = struct.unpack_from("<III", raw, 8)
-    sizes = struct.unpack_from("<9I", raw, 20)[:nl + 1]
-    d, step = struct.unpack_from("<QQ", raw, 56)
-    x = np.frombuffer(raw, dtype="<f4", count=d, offset=hsize)
-    h, y = test_set()
-    off = 0
-    for l in range(nl):
-        a, b = sizes[l], sizes[l + 1]
-        w = x[off:off + a * b].reshape(a, b)
-        off += a * b
-        h = h @ w + x[off:off + b]
-        off += b
-        if l < nl - 1:
-            h = np.maximum(h, 0)
-    if off != d:
-        raise ValueError("%s: %d parameters, layers say %d" % (path, d, off))
-    return step, float((h.argmax(1) == y).mean())
 
 
 def log_time(t0, hh, mm, ss):
@@ -167,12 +119,14 @@ def gossip_system(name, d, meta):
     for t, p, step, acc in evals:
         ts, total, gos = polls[p]
         rows.append((t, p, step, acc, interp(ts, total, t), interp(ts, gos, t)))
-    finals = {}
+    finals, final_paths = {}, []
     for p in range(n):
         ck = sorted(glob.glob(os.path.join(d, "ckpt%d" % p, "ckpt-*.gdc")),
                     key=lambda s: int(re.findall(r"(\d+)\.gdc$", s)[0]))
         if ck:
             finals[p] = ckpt_accuracy(ck[-1])
+            final_paths.append(ck[-1])
+    consensus = average(final_paths) if len(final_paths) > 1 else None
     final_bytes = [last_status[p]["bytes_sent"] for p in last_status]
     exch = [last_status[p]["exchanges"] for p in last_status]
     steps = [last_status[p]["step"] for p in last_status]
@@ -182,7 +136,7 @@ def gossip_system(name, d, meta):
         return sum(tot) / len(tot), sum(gos) / len(gos)
     return dict(n=n, rows=rows, bytes_at=bytes_at,
                 start=min(starts) if starts else float("nan"),
-                finals=finals, done=done, ss_ratio=ss_ratio,
+                finals=finals, consensus=consensus, done=done, ss_ratio=ss_ratio,
                 final_bytes_polled=final_bytes, exchanges=exch, steps_polled=steps)
 
 
@@ -279,6 +233,11 @@ def main():
             final_acc_min=min(fa) if fa else None,
             final_acc_mean=sum(fa) / len(fa) if fa else None,
             final_ckpts=len(fa),
+            avg_model_acc=r["consensus"]["avg_acc"] if r.get("consensus") else None,
+            dist_to_avg_mean=(sum(x[2] for x in r["consensus"]["peers"]) /
+                              len(r["consensus"]["peers"]) if r.get("consensus") else None),
+            dist_to_avg_max=(max(x[2] for x in r["consensus"]["peers"])
+                             if r.get("consensus") else None),
             last_eval_min=min(last_acc.values()) if last_acc else None,
             last_eval_mean=sum(last_acc.values()) / len(last_acc) if last_acc else None,
             t_target_mean=t_mean, t_target_all=t_all,
@@ -311,8 +270,9 @@ def main():
 
     lines = ["| system | peers | final acc. min / mean (full test set) | time to %.2f from launch (s) "
              "| from training start (s) | bytes/peer to %.2f | DDP bytes / these "
-             "| time / DDP's (launch) | time / DDP's (training) |" % (a.target, a.target),
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| time / DDP's (launch) | time / DDP's (training) "
+             "| average model's acc. | distance to it, mean / max |" % (a.target, a.target),
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     ts_ddp = (ddp["t_target_mean"] - ddp["t_train_start"]
               if ddp and ddp["t_target_mean"] is not None else None)
     for x in summary:
@@ -334,11 +294,14 @@ def main():
         note = ""
         if x["failed"] or x["timeout"]:
             note = " (%d failed%s)" % (x["failed"], ", timed out" if x["timeout"] else "")
-        lines.append("| %s%s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s%s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             label, note, x["peers"], acc, fmt(t, "%.1f"), fmt(t_tr, "%.1f"),
             mb(x["bytes_target"]), fmt(x["bytes_ratio_ddp_over_this"], "%.0fx", "-"),
             fmt(x["time_ratio_this_over_ddp"], "%.2f", "-"),
-            fmt(t_tr / ts_ddp if t_tr is not None and ts_ddp else None, "%.2f", "-")))
+            fmt(t_tr / ts_ddp if t_tr is not None and ts_ddp else None, "%.2f", "-"),
+            fmt(x["avg_model_acc"], "%.4f", "-"),
+            "-" if x["dist_to_avg_mean"] is None else
+            "%.3f / %.3f" % (x["dist_to_avg_mean"], x["dist_to_avg_max"])))
     table = "\n".join(lines) + "\n"
     with open(os.path.join(a.out, "table.md"), "w") as f:
         f.write(table)
