@@ -60,8 +60,8 @@ on_send(void *arg, int status)
 		b.failed++;
 }
 
-static const char *const bench_type_names[] = { "bulk", "echo" };
-static const struct proto bench_proto = { "bench", T_BULK, T_ECHO, bench_type_names };
+static const char *const bench_type_names[] = { "bulk", "echo", "quit" };
+static const struct proto bench_proto = { "bench", T_BULK, T_QUIT, bench_type_names };
 
 static void
 on_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
