@@ -421,6 +421,7 @@ msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 	uint8_t ad[WIRE_HEADER_SIZE];
 	struct txop *fr, *body = NULL;
 	uint32_t i, n = 0;
+	int rc;
 
 	memset(&h, 0, sizeof(h));
 	h.version = WIRE_VERSION;
@@ -450,16 +451,25 @@ msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 		return;
 	}
 	wire_header_encode(&h, fr->data);
-	session_seal(&p->out, fr->data, h.seq, 0, src, n > 0 ? 0 : m->len,
+	rc = session_seal(&p->out, fr->data, h.seq, 0, src, n > 0 ? 0 : m->len,
 	    fr->data + WIRE_HEADER_SIZE);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && rc == 0; i++) {
 		size_t off = (size_t)i * WIRE_CHUNK_SIZE;
 		size_t clen = wire_chunk_len(m->len, i);
 
 		h.chunk_index = i + 1;
 		wire_header_encode(&h, ad);
-		session_seal(&p->out, ad, h.seq, i + 1, src + off, clen,
+		rc = session_seal(&p->out, ad, h.seq, i + 1, src + off, clen,
 		    body->data + off + (size_t)i * WIRE_MAC_SIZE);
+	}
+	if (rc != 0) {
+		free(fr);
+		free(body);
+		log_warn("transport: cannot seal %zu bytes: %s", m->len,
+		    strerror(-rc));
+		p->error = rc;
+		transport_arm_tick(t, 0);
+		return;
 	}
 	if (m->plain != NULL) {
 		sodium_memzero(m->plain, m->len);

@@ -27,8 +27,11 @@ send_ack(struct transport *t, struct tpeer *p, uint64_t acked)
 	h.payload_len = WIRE_ACK_SIZE;
 	wire_header_encode(&h, frame);
 	wire_put_u64(pl, acked);
-	session_seal(&p->in, frame, h.seq, 0, pl, sizeof(pl),
-	    frame + WIRE_HEADER_SIZE);
+	if (session_seal(&p->in, frame, h.seq, 0, pl, sizeof(pl),
+	    frame + WIRE_HEADER_SIZE) != 0) {
+		log_warn("transport: cannot seal an ack to %s", p->addr);
+		return;
+	}
 	transport_send_frame(t, p, WIRE_T_ACK, frame, sizeof(frame));
 }
 
