@@ -227,7 +227,7 @@ on_body(struct fabric_op *op, int status, size_t len)
 	}
 	deliver(t, p, &b->h, b->buf, WIRE_HEADER_SIZE + WIRE_MAC_SIZE + len);
 out:
-	free(b->buf);
+	bufcache_put(&t->bufs, b->buf, b->size);
 	free(b);
 }
 
@@ -277,7 +277,7 @@ on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
 	}
 	b = xcalloc(1, sizeof(*b));
 	b->size = (size_t)wire_body_size(h->payload_len);
-	if ((b->buf = malloc(b->size)) == NULL) {
+	if ((b->buf = bufcache_get(&t->bufs, b->size)) == NULL) {
 		log_warn("transport: no memory for a %zu byte body from %s",
 		    b->size, p->addr);
 		free(b);
@@ -298,7 +298,7 @@ on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
 	if ((rc = fabric_post(t->fabric, &b->op)) != 0) {
 		log_warn("transport: cannot post a body receive: %s",
 		    strerror(-rc));
-		free(b->buf);
+		bufcache_put(&t->bufs, b->buf, b->size);
 		free(b);
 		return;
 	}
