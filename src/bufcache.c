@@ -1,6 +1,7 @@
 /*
- * bufcache: see bufcache.h. A linear scan of BUFCACHE_SLOTS entries is
- * cheaper than anything it saves us from (one page fault per 4 KiB).
+ * bufcache: see bufcache.h. 16 slots cover a window of 16 bodies in
+ * flight; scanning them is cheaper than anything the cache saves us from
+ * (one page fault per 4 KiB).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * bufcache: a handful of freed large buffers kept for the next message of
+ * bufcache: up to BUFCACHE_SLOTS freed large buffers kept for the next message of
  * the same size. A 4 MiB body that goes back to the kernel on free comes
  * back as 1024 fresh pages, each faulted and zeroed on first touch:
  * measured, clear_page took 29% of a receiver's CPU at 4 MiB messages.
@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#define BUFCACHE_SLOTS	4
+#define BUFCACHE_SLOTS	16
 #define BUFCACHE_MIN	((size_t)128 << 10)	/* glibc's mmap threshold */
 
 struct bufcache {
