@@ -23,7 +23,9 @@ main(void)
 	CHECK(a != NULL && c.bytes == 0);
 	bufcache_put(&c, a, 4 * MB);
 	CHECK(c.bytes == 4 * MB);
-	CHECK(bufcache_get(&c, 4 * MB + 1) != a);	/* exact sizes only */
+	b = bufcache_get(&c, 4 * MB + 1);	/* exact sizes only */
+	CHECK(b != NULL && b != a);
+	free(b);
 	b = bufcache_get(&c, 4 * MB);
 	CHECK(b == a && c.bytes == 0);
 	bufcache_put(&c, b, 4 * MB);
@@ -49,8 +51,9 @@ main(void)
 		p[i] = bufcache_get(&c, BUFCACHE_MIN + i);
 	for (i = 0; i < BUFCACHE_SLOTS + 1; i++)
 		bufcache_put(&c, p[i], BUFCACHE_MIN + i);
-	CHECK(bufcache_get(&c, BUFCACHE_MIN + BUFCACHE_SLOTS) ==
-	    p[BUFCACHE_SLOTS]);
+	a = bufcache_get(&c, BUFCACHE_MIN + BUFCACHE_SLOTS);
+	CHECK(a == p[BUFCACHE_SLOTS]);
+	free(a);
 	bufcache_free(&c);
 	return check_exit("test_bufcache");
 }
