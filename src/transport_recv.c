@@ -101,6 +101,8 @@ on_hello(struct transport *t, const uint8_t *buf, size_t len,
 	p->in = in;
 	p->in_ready = 1;
 	session_wipe(&in);
+	log_debug("transport: inbound session from %s: %s", p->addr,
+	    aead_name(p->in.suite));
 	t->bytes_recv[WIRE_T_HELLO] += len;
 	transport_send_frame(t, p, WIRE_T_HELLO_ACK, ack, ack_len);
 }
@@ -129,6 +131,8 @@ on_hello_ack(struct transport *t, const uint8_t *buf, size_t len,
 	p->out = out;
 	session_wipe(&out);
 	p->out_state = OUT_READY;
+	log_debug("transport: outbound session to %s: %s", p->addr,
+	    aead_name(p->out.suite));
 	t->bytes_recv[WIRE_T_HELLO_ACK] += len;
 	transport_peer_drain(t, p);
 }
