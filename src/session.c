@@ -15,6 +15,7 @@
 
 #define KDF_ID_HANDSHAKE	1
 #define KDF_ID_TAG		2
+#define KDF_ID_AEAD		16	/* + the suite */
 
 int
 session_key_generate(const char *path, struct errbuf *err)
@@ -117,6 +118,7 @@ session_ctx_init(struct session_ctx *c, const uint8_t key[SESSION_KEY_SIZE],
 	c->self_id = self_id;
 	c->lim.job = session_job_id(job);
 	c->lim.max_message_size = max_message_size;
+	c->suites = aead_offer();
 	return 0;
 }
 
@@ -197,13 +199,25 @@ hello_check(const struct session_ctx *c, const uint8_t *prefix,
 	return wire_hello_decode(frame + WIRE_HEADER_SIZE, body, hl);
 }
 
+/* From the crypto_kx keys in s->tx and s->rx: the body tag keys, then the
+ * suite's AEAD keys in their place. */
 static void
-session_derive_tags(struct session *s)
+session_derive(struct session *s, enum aead_suite suite)
 {
+	uint8_t kx[SESSION_KEY_SIZE];
+
 	crypto_kdf_derive_from_key(s->tx_tag, sizeof(s->tx_tag), KDF_ID_TAG,
 	    "gdbodytg", s->tx);
 	crypto_kdf_derive_from_key(s->rx_tag, sizeof(s->rx_tag), KDF_ID_TAG,
 	    "gdbodytg", s->rx);
+	s->suite = suite;
+	memcpy(kx, s->tx, sizeof(kx));
+	crypto_kdf_derive_from_key(s->tx, sizeof(s->tx), KDF_ID_AEAD + suite,
+	    "gdaeadky", kx);
+	memcpy(kx, s->rx, sizeof(kx));
+	crypto_kdf_derive_from_key(s->rx, sizeof(s->rx), KDF_ID_AEAD + suite,
+	    "gdaeadky", kx);
+	sodium_memzero(kx, sizeof(kx));
 }
 
 int
@@ -218,6 +232,7 @@ session_hello_make(const struct session_ctx *c, struct session_hs *hs,
 	crypto_kx_keypair(hs->pk, hs->sk);
 	memcpy(hl.pk, hs->pk, sizeof(hl.pk));
 	hl.stamp = session_stamp();
+	hl.suites = c->suites;
 	strcpy(hl.addr, self_addr);
 	hs->hello_len = hello_frame(c, WIRE_T_HELLO, 0, &hl, NULL, 0,
 	    hs->hello);
@@ -248,11 +263,12 @@ session_hello_accept(const struct session_ctx *c, const uint8_t *frame,
 		session_wipe(in);
 		return -EBADMSG;
 	}
-	session_derive_tags(in);
+	session_derive(in, aead_pick(c->suites, peer->suites));
 	in->peer_id = h->sender;
 	memset(&hl, 0, sizeof(hl));
 	memcpy(hl.pk, pk, sizeof(pk));
 	hl.stamp = session_stamp();
+	hl.suites = c->suites;
 	strcpy(hl.addr, self_addr);
 	*ack_len = hello_frame(c, WIRE_T_HELLO_ACK, h->sender, &hl, frame, len,
 	    ack);
@@ -279,7 +295,7 @@ session_hello_finish(const struct session_ctx *c, struct session_hs *hs,
 		session_wipe(out);
 		return -EBADMSG;
 	}
-	session_derive_tags(out);
+	session_derive(out, aead_pick(c->suites, peer->suites));
 	out->peer_id = h->sender;
 	session_hs_wipe(hs);
 	return 0;
@@ -291,42 +307,20 @@ session_next_seq(struct session *s)
 	return ++s->tx_seq;
 }
 
-static void
-make_nonce(uint8_t n[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES],
-    uint64_t seq, uint32_t part)
-{
-	memset(n, 0, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
-	wire_put_u64(n, seq);
-	n[8] = (uint8_t)part;
-	n[9] = (uint8_t)(part >> 8);
-	n[10] = (uint8_t)(part >> 16);
-	n[11] = (uint8_t)(part >> 24);
-}
-
-void
+int
 session_seal(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
     uint64_t seq, uint32_t part, const uint8_t *m, size_t mlen, uint8_t *c)
 {
-	uint8_t n[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
-
-	make_nonce(n, seq, part);
-	crypto_aead_xchacha20poly1305_ietf_encrypt(c, NULL, m, mlen, ad,
-	    WIRE_HEADER_SIZE, NULL, n, s->tx);
+	return aead_seal(s->suite, s->tx, seq, part, ad, WIRE_HEADER_SIZE, m,
+	    mlen, c);
 }
 
 int
 session_open(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
     uint64_t seq, uint32_t part, const uint8_t *c, size_t clen, uint8_t *m)
 {
-	uint8_t n[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
-
-	if (clen < WIRE_MAC_SIZE)
-		return -EBADMSG;
-	make_nonce(n, seq, part);
-	if (crypto_aead_xchacha20poly1305_ietf_decrypt(m, NULL, NULL, c, clen,
-	    ad, WIRE_HEADER_SIZE, n, s->rx) != 0)
-		return -EBADMSG;
-	return 0;
+	return aead_open(s->suite, s->rx, seq, part, ad, WIRE_HEADER_SIZE, c,
+	    clen, m);
 }
 
 #define WBIT(seq) ((seq) % SESSION_WINDOW)

@@ -12,12 +12,19 @@
  * Both sides then run crypto_kx (I as client), giving one key per direction:
  * I seals its messages with its tx key, R its ACKs with its own.
  *
- * Messages: XChaCha20-Poly1305-IETF; nonce = sequence (u64) | part (u32) |
- * zeros, where part 0 is the frame and part i >= 1 the i-th body chunk; the
- * encoded header is the additional data. Sequences start at 1 per session
- * and direction; the receiver keeps a sliding window of SESSION_WINDOW
- * sequences, updated only after a successful open. Every key is wiped with
- * sodium_memzero when its holder is wiped.
+ * Each HELLO body also carries the mask of AEAD suites its sender offers
+ * (aead.h); both ends pick the same suite from the two masks, which the
+ * MACs protect like everything else, so no one in between can downgrade
+ * it. Each direction's AEAD key is a crypto_kdf subkey of its crypto_kx
+ * key for that suite, so a key is only ever used with one cipher.
+ *
+ * Messages: the agreed AEAD; nonce = sequence (u64) | part (u32) (and
+ * zeros to 24 bytes for XChaCha20), where part 0 is the frame and part
+ * i >= 1 the i-th body chunk; the encoded header is the additional data.
+ * Sequences start at 1 per session and direction and only grow, so no
+ * nonce repeats under a key; the receiver keeps a sliding window of
+ * SESSION_WINDOW sequences, updated only after a successful open. Every
+ * key is wiped with sodium_memzero when its holder is wiped.
  */
 #ifndef GD_SESSION_H
 #define GD_SESSION_H
@@ -25,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "aead.h"
 #include "util.h"
 #include "wire.h"
 
@@ -47,6 +55,7 @@ struct session_ctx {
 	uint8_t			hs_key[SESSION_KEY_SIZE];
 	uint64_t		self_id;
 	struct wire_limits	lim;
+	uint8_t			suites;	/* AEAD_BIT()s offered: aead_offer() */
 };
 
 int session_ctx_init(struct session_ctx *c, const uint8_t key[SESSION_KEY_SIZE],
@@ -55,8 +64,9 @@ void session_ctx_wipe(struct session_ctx *c);
 
 /* One direction pair of keys with a peer, and the receive window. */
 struct session {
-	uint8_t		tx[SESSION_KEY_SIZE];
+	uint8_t		tx[SESSION_KEY_SIZE];	/* AEAD keys for suite */
 	uint8_t		rx[SESSION_KEY_SIZE];
+	enum aead_suite	suite;
 	uint8_t		tx_tag[16];	/* shorthash keys for body tags */
 	uint8_t		rx_tag[16];
 	uint64_t	peer_id;
@@ -99,10 +109,11 @@ int session_hello_finish(const struct session_ctx *c, struct session_hs *hs,
 /* Take the next sequence number to seal with. */
 uint64_t session_next_seq(struct session *s);
 
-/* c gets mlen + WIRE_MAC_SIZE bytes. */
-void session_seal(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
+/* c gets mlen + WIRE_MAC_SIZE bytes. 0, or -ENOMEM (see aead_seal). */
+int session_seal(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
     uint64_t seq, uint32_t part, const uint8_t *m, size_t mlen, uint8_t *c);
-/* m gets clen - WIRE_MAC_SIZE bytes; 0 or -EBADMSG. Leaves the window. */
+/* m gets clen - WIRE_MAC_SIZE bytes; 0, -EBADMSG or -ENOMEM. Leaves the
+ * window. */
 int session_open(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
     uint64_t seq, uint32_t part, const uint8_t *c, size_t clen, uint8_t *m);
 

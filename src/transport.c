@@ -134,7 +134,7 @@ transport_msg_finish(struct transport *t, struct tmsg *m, int status)
 		*ops[i] = NULL;
 		if (status != 0 && !t->closing &&
 		    fabric_cancel(t->fabric, &x->op) == 1)
-			free(x);
+			transport_txop_free(t, x);
 	}
 	if (m->plain != NULL) {
 		sodium_memzero(m->plain, m->len);
@@ -175,13 +175,21 @@ on_tx_done(struct fabric_op *op, int status, size_t len)
 		p->error = -EHOSTUNREACH;
 		transport_arm_tick(t, 0);
 	}
-	free(x);
+	transport_txop_free(t, x);
+}
+
+/* Bodies come from and go back to the buffer cache. */
+void
+transport_txop_free(struct transport *t, struct txop *x)
+{
+	if (x != NULL)
+		bufcache_put(&t->bufs, x, sizeof(*x) + x->op.len);
 }
 
 static struct txop *
 txop_new(struct transport *t, struct tpeer *p, uint8_t type, size_t size)
 {
-	struct txop *x = malloc(sizeof(*x) + size);
+	struct txop *x = bufcache_get(&t->bufs, sizeof(*x) + size);
 
 	if (x == NULL)
 		return NULL;
@@ -215,7 +223,7 @@ txop_post(struct transport *t, struct txop *x)
 			if (x->msg->body == x)
 				x->msg->body = NULL;
 		}
-		free(x);
+		transport_txop_free(t, x);
 		return rc;
 	}
 	t->bytes_sent[x->type] += x->op.len;
@@ -298,7 +306,7 @@ transport_abandon_bodies(struct transport *t, struct tpeer *p)
 		b->next = NULL;
 		b->abandoned = 1;
 		if (fabric_cancel(t->fabric, &b->op) == 1) {
-			free(b->buf);
+			bufcache_put(&t->bufs, b->buf, b->size);
 			free(b);
 		}
 	}
@@ -421,6 +429,7 @@ msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 	uint8_t ad[WIRE_HEADER_SIZE];
 	struct txop *fr, *body = NULL;
 	uint32_t i, n = 0;
+	int rc;
 
 	memset(&h, 0, sizeof(h));
 	h.version = WIRE_VERSION;
@@ -442,24 +451,33 @@ msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 	m->next = p->inflight;
 	p->inflight = m;
 	if (fr == NULL || (n > 0 && body == NULL)) {
-		free(fr);
-		free(body);
+		transport_txop_free(t, fr);
+		transport_txop_free(t, body);
 		log_warn("transport: out of memory sealing %zu bytes", m->len);
 		p->error = -ENOMEM;
 		transport_arm_tick(t, 0);
 		return;
 	}
 	wire_header_encode(&h, fr->data);
-	session_seal(&p->out, fr->data, h.seq, 0, src, n > 0 ? 0 : m->len,
+	rc = session_seal(&p->out, fr->data, h.seq, 0, src, n > 0 ? 0 : m->len,
 	    fr->data + WIRE_HEADER_SIZE);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && rc == 0; i++) {
 		size_t off = (size_t)i * WIRE_CHUNK_SIZE;
 		size_t clen = wire_chunk_len(m->len, i);
 
 		h.chunk_index = i + 1;
 		wire_header_encode(&h, ad);
-		session_seal(&p->out, ad, h.seq, i + 1, src + off, clen,
+		rc = session_seal(&p->out, ad, h.seq, i + 1, src + off, clen,
 		    body->data + off + (size_t)i * WIRE_MAC_SIZE);
+	}
+	if (rc != 0) {
+		transport_txop_free(t, fr);
+		transport_txop_free(t, body);
+		log_warn("transport: cannot seal %zu bytes: %s", m->len,
+		    strerror(-rc));
+		p->error = rc;
+		transport_arm_tick(t, 0);
+		return;
 	}
 	if (m->plain != NULL) {
 		sodium_memzero(m->plain, m->len);
@@ -478,7 +496,7 @@ msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 	if (txop_post(t, fr) != 0) {
 		if (body != NULL) {
 			m->body = NULL;
-			free(body);
+			transport_txop_free(t, body);
 		}
 		return;
 	}
@@ -580,6 +598,7 @@ transport_open(uv_loop_t *loop, const struct transport_params *p,
 	strcpy(t->listen, p->listen);
 	t->timeout_ms = p->op_timeout_ms ? p->op_timeout_ms :
 	    TRANSPORT_DEFAULT_TIMEOUT_MS;
+	bufcache_init(&t->bufs, sizeof(struct txop) + wire_body_size(maxsz));
 	if (session_ctx_init(&t->ctx, p->key, p->job, p->self_id, maxsz) != 0) {
 		free(t);
 		return errbuf_set(err, -EIO, "libsodium failed to initialise");
@@ -620,6 +639,7 @@ close_step(struct transport *t)
 		free(p);
 	}
 	session_ctx_wipe(&t->ctx);
+	bufcache_free(&t->bufs);
 	free(t);
 	if (cb != NULL)
 		cb(arg);

@@ -27,8 +27,11 @@ send_ack(struct transport *t, struct tpeer *p, uint64_t acked)
 	h.payload_len = WIRE_ACK_SIZE;
 	wire_header_encode(&h, frame);
 	wire_put_u64(pl, acked);
-	session_seal(&p->in, frame, h.seq, 0, pl, sizeof(pl),
-	    frame + WIRE_HEADER_SIZE);
+	if (session_seal(&p->in, frame, h.seq, 0, pl, sizeof(pl),
+	    frame + WIRE_HEADER_SIZE) != 0) {
+		log_warn("transport: cannot seal an ack to %s", p->addr);
+		return;
+	}
 	transport_send_frame(t, p, WIRE_T_ACK, frame, sizeof(frame));
 }
 
@@ -98,6 +101,8 @@ on_hello(struct transport *t, const uint8_t *buf, size_t len,
 	p->in = in;
 	p->in_ready = 1;
 	session_wipe(&in);
+	log_debug("transport: inbound session from %s: %s", p->addr,
+	    aead_name(p->in.suite));
 	t->bytes_recv[WIRE_T_HELLO] += len;
 	transport_send_frame(t, p, WIRE_T_HELLO_ACK, ack, ack_len);
 }
@@ -126,6 +131,8 @@ on_hello_ack(struct transport *t, const uint8_t *buf, size_t len,
 	p->out = out;
 	session_wipe(&out);
 	p->out_state = OUT_READY;
+	log_debug("transport: outbound session to %s: %s", p->addr,
+	    aead_name(p->out.suite));
 	t->bytes_recv[WIRE_T_HELLO_ACK] += len;
 	transport_peer_drain(t, p);
 }
@@ -224,7 +231,7 @@ on_body(struct fabric_op *op, int status, size_t len)
 	}
 	deliver(t, p, &b->h, b->buf, WIRE_HEADER_SIZE + WIRE_MAC_SIZE + len);
 out:
-	free(b->buf);
+	bufcache_put(&t->bufs, b->buf, b->size);
 	free(b);
 }
 
@@ -274,7 +281,7 @@ on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
 	}
 	b = xcalloc(1, sizeof(*b));
 	b->size = (size_t)wire_body_size(h->payload_len);
-	if ((b->buf = malloc(b->size)) == NULL) {
+	if ((b->buf = bufcache_get(&t->bufs, b->size)) == NULL) {
 		log_warn("transport: no memory for a %zu byte body from %s",
 		    b->size, p->addr);
 		free(b);
@@ -295,7 +302,7 @@ on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
 	if ((rc = fabric_post(t->fabric, &b->op)) != 0) {
 		log_warn("transport: cannot post a body receive: %s",
 		    strerror(-rc));
-		free(b->buf);
+		bufcache_put(&t->bufs, b->buf, b->size);
 		free(b);
 		return;
 	}

@@ -18,6 +18,7 @@
 
 #include <uv.h>
 
+#include "bufcache.h"
 #include "fabric.h"
 #include "session.h"
 #include "transport.h"
@@ -114,6 +115,7 @@ struct transport {
 	void			(*close_cb)(void *);
 	void			*close_arg;
 
+	struct bufcache		bufs;	/* body buffers, both directions */
 	uint8_t			scratch[WIRE_FRAME_MAX];
 	uint64_t		rejected[WIRE_REJ_COUNT];
 	uint64_t		bytes_sent[256];
@@ -134,6 +136,7 @@ void transport_reject(struct transport *t, enum wire_reject r, const char *why);
 void transport_arm_tick(struct transport *t, uint64_t first_ms);
 uint64_t transport_body_budget(const struct transport *t);
 void transport_msg_finish(struct transport *t, struct tmsg *m, int status);
+void transport_txop_free(struct transport *t, struct txop *x);
 void transport_send_frame(struct transport *t, struct tpeer *p, uint8_t type,
     const uint8_t *buf, size_t len);
 struct tpeer *transport_peer_get(struct transport *t, const char *addr);

@@ -200,6 +200,7 @@ wire_hello_encode(const struct wire_hello *hl, uint8_t *out)
 	memcpy(out, hl->pk, WIRE_KX_PK_SIZE);
 	wire_put_u64(out + WIRE_KX_PK_SIZE, hl->stamp);
 	out[WIRE_KX_PK_SIZE + 8] = (uint8_t)alen;
+	out[WIRE_KX_PK_SIZE + 9] = hl->suites;
 	memcpy(out + WIRE_HELLO_MIN, hl->addr, alen);
 }
 
@@ -221,6 +222,7 @@ wire_hello_decode(const uint8_t *buf, size_t len, struct wire_hello *hl)
 	}
 	memcpy(hl->pk, buf, WIRE_KX_PK_SIZE);
 	hl->stamp = wire_get_u64(buf + WIRE_KX_PK_SIZE);
+	hl->suites = buf[WIRE_KX_PK_SIZE + 9];
 	memcpy(hl->addr, buf + WIRE_HELLO_MIN, alen);
 	hl->addr[alen] = '\0';
 	return 0;

@@ -6,6 +6,10 @@
  *   throughput: COUNT messages of SIZE bytes, WINDOW in flight, timed from
  *               the first send to the last acknowledgement (ours) or to the
  *               receiver's one-byte "got everything" (TCP)
+ *   CPU time:   user and system seconds per GB of payload of each side
+ *               (getrusage of its whole process, all threads) over the
+ *               throughput run; ours brackets it with two MARK messages
+ *               so that the receiver knows when it starts and ends
  *   round trip: 64-byte echo, timed per round trip after a warm-up
  *
  * Prints "name value" lines; contrib/bench/bench_transport.sh adds
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +39,7 @@
 #define T_BULK	64
 #define T_ECHO	65
 #define T_QUIT	66
+#define T_MARK	67
 
 static struct {
 	size_t		size;
@@ -46,7 +52,8 @@ static struct {
 	uv_loop_t	*loop;
 	struct transport *t;
 	char		self[64], peer[64];
-	int		acked, failed, quit, echoes;
+	int		acked, failed, quit, echoes, marks;
+	struct rusage	mark;
 	int		closed;
 } b;
 
@@ -60,8 +67,29 @@ on_send(void *arg, int status)
 		b.failed++;
 }
 
-static const char *const bench_type_names[] = { "bulk", "echo" };
-static const struct proto bench_proto = { "bench", T_BULK, T_ECHO, bench_type_names };
+static const char *const bench_type_names[] = { "bulk", "echo", "quit", "mark" };
+static const struct proto bench_proto = { "bench", T_BULK, T_MARK, bench_type_names };
+
+static double
+tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+/* Print "NAME_user_s_per_GB" and "NAME_sys_s_per_GB" for the CPU used
+ * since *from while opt.count messages went through. */
+static void
+print_cpu(const char *name, const struct rusage *from)
+{
+	struct rusage now;
+	double gb = (double)opt.size * opt.count / 1e9;
+
+	getrusage(RUSAGE_SELF, &now);
+	printf("%s_user_s_per_GB %.4f\n%s_sys_s_per_GB %.4f\n", name,
+	    (tv_s(now.ru_utime) - tv_s(from->ru_utime)) / gb, name,
+	    (tv_s(now.ru_stime) - tv_s(from->ru_stime)) / gb);
+	fflush(stdout);
+}
 
 static void
 on_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
@@ -75,6 +103,10 @@ on_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
 		b.echoes++;
 	else if (type == T_QUIT)
 		b.quit = 1;
+	else if (type == T_MARK && b.marks++ == 0)
+		getrusage(RUSAGE_SELF, &b.mark);
+	else if (type == T_MARK)
+		print_cpu("cpu_ours_rx", &b.mark);
 }
 
 static void
@@ -99,7 +131,9 @@ open_transport(int port, const char *peer_port)
 	tp.job = "bench";
 	tp.self_id = (uint64_t)port;
 	tp.op_timeout_ms = 20000;
-	tp.max_message_size = opt.size + 1;
+	/* The default leaves room for 128 bodies of 4 MiB in flight. */
+	if (opt.size >= TRANSPORT_DEFAULT_MAX_MESSAGE)
+		tp.max_message_size = opt.size + 1;
 	if (transport_open(b.loop, &tp, NULL, NULL, &b.t, &err) != 0 ||
 	    transport_register(b.t, &bench_proto, on_recv, NULL, &err) != 0) {
 		fprintf(stderr, "bench_transport: %s\n", err.msg);
@@ -163,9 +197,11 @@ ours_client(double *mbps, double *rtt_us)
 	/* Warm-up: handshake both ways and first-touch of the buffers. */
 	for (i = 0; i < 3; i++)
 		transport_send(b.t, b.peer, T_BULK, buf, opt.size, on_send, NULL);
-	if (run_until(&b.acked, 3, 30) != 0)
+	transport_send(b.t, b.peer, T_MARK, NULL, 0, on_send, NULL);
+	if (run_until(&b.acked, 4, 30) != 0)
 		return -1;
 	b.acked = 0;
+	getrusage(RUSAGE_SELF, &b.mark);
 	t0 = util_now();
 	for (sent = 0; sent < opt.count; ) {
 		while (sent < opt.count && sent - b.acked < opt.window) {
@@ -180,6 +216,10 @@ ours_client(double *mbps, double *rtt_us)
 	if (run_until(&b.acked, opt.count, 60) != 0)
 		return -1;
 	*mbps = (double)opt.size * opt.count / (util_now() - t0) / 1e6;
+	print_cpu("cpu_ours_tx", &b.mark);
+	transport_send(b.t, b.peer, T_MARK, NULL, 0, on_send, NULL);
+	if (run_until(&b.acked, opt.count + 1, 10) != 0)
+		return -1;
 
 	memset(small, 0x5a, sizeof(small));
 	for (i = -100; i < opt.rtt_iters; i++) {
@@ -197,7 +237,7 @@ ours_client(double *mbps, double *rtt_us)
 	for (i = 0; i < opt.rtt_iters; i++)
 		*rtt_us += rtt[i] / opt.rtt_iters;
 	transport_send(b.t, b.peer, T_QUIT, NULL, 0, on_send, NULL);
-	run_until(&b.acked, opt.count + 1, 10);
+	run_until(&b.acked, opt.count + 2, 10);
 	close_transport();
 	free(rtt);
 	free(buf);
@@ -247,14 +287,19 @@ tcp_server(int lfd)
 {
 	uint8_t *buf = malloc(opt.size), small[64], ok = 1;
 	int fd = accept(lfd, NULL, NULL), one = 1, i;
+	struct rusage ru;
 
 	close(lfd);
 	if (fd < 0 || buf == NULL)
 		return 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	for (i = 0; i < opt.count + 3; i++)
+	for (i = 0; i < opt.count + 3; i++) {
+		if (i == 3)
+			getrusage(RUSAGE_SELF, &ru);
 		if (full_io(fd, buf, opt.size, 0) != 0)
 			return 1;
+	}
+	print_cpu("cpu_tcp_rx", &ru);
 	if (full_io(fd, &ok, 1, 1) != 0)
 		return 1;
 	while (full_io(fd, small, sizeof(small), 0) == 0)
@@ -272,6 +317,7 @@ tcp_client(int port, double *mbps, double *rtt_us)
 	uint8_t *buf = malloc(opt.size), small[64], ok;
 	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, i;
 	double t0, sum = 0, t;
+	struct rusage ru;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
@@ -284,6 +330,7 @@ tcp_client(int port, double *mbps, double *rtt_us)
 	for (i = 0; i < 3; i++)
 		if (full_io(fd, buf, opt.size, 1) != 0)
 			return -1;
+	getrusage(RUSAGE_SELF, &ru);
 	t0 = util_now();
 	for (i = 0; i < opt.count; i++)
 		if (full_io(fd, buf, opt.size, 1) != 0)
@@ -291,6 +338,7 @@ tcp_client(int port, double *mbps, double *rtt_us)
 	if (full_io(fd, &ok, 1, 0) != 0)
 		return -1;
 	*mbps = (double)opt.size * opt.count / (util_now() - t0) / 1e6;
+	print_cpu("cpu_tcp_tx", &ru);
 	memset(small, 0x5a, sizeof(small));
 	for (i = -100; i < opt.rtt_iters; i++) {
 		t = util_now();

@@ -1,18 +1,21 @@
 #!/bin/bash
-# Transport benchmark: our full stack (tcp;ofi_rxm + XChaCha20-Poly1305,
+# Transport benchmark: our full stack (tcp;ofi_rxm + the negotiated AEAD,
 # acknowledged messages) against a plain TCP socket pair for 4 MiB
-# throughput, and against fi_pingpong (libfabric-bin, same provider, no
-# crypto) and a plain TCP ping-pong for 64-byte round trips. Everything on
-# 127.0.0.1, side by side in one run, REPEATS times; medians are reported.
+# throughput with WINDOWS messages in flight and the CPU time each side
+# spends per GB (user + system, whole process), and against fi_pingpong
+# (libfabric-bin, same provider, no crypto) and a plain TCP ping-pong for
+# 64-byte round trips. Everything on 127.0.0.1, side by side in one run,
+# REPEATS times; medians are reported.
 #
 #   make contrib/bench/bench_transport && contrib/bench/bench_transport.sh
 #
-# Env: BUILD (build dir, default .), REPEATS (3), COUNT (200), CSV
-# (bench_transport.csv), PORT (23400).
+# Env: BUILD (build dir, default .), REPEATS (3), COUNT (200), WINDOWS
+# ("1 4 16"), CSV (bench_transport.csv), PORT (23400).
 set -e
 BUILD=${BUILD:-.}
 REPEATS=${REPEATS:-3}
 COUNT=${COUNT:-200}
+WINDOWS=${WINDOWS:-1 4 16}
 CSV=${CSV:-bench_transport.csv}
 PORT=${PORT:-23400}
 BENCH="$BUILD/contrib/bench/bench_transport"
@@ -23,9 +26,14 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-echo "run,window,tput_ours_MBps,tput_tcp_MBps,rtt_ours_us,rtt_tcp_us,rtt_fi_pingpong_us" >"$CSV"
+cpu_keys="cpu_ours_tx cpu_ours_rx cpu_tcp_tx cpu_tcp_rx"
+hdr="run,window,tput_ours_MBps,tput_tcp_MBps,rtt_ours_us,rtt_tcp_us,rtt_fi_pingpong_us"
+for k in $cpu_keys; do
+	hdr="$hdr,${k}_user_s_per_GB,${k}_sys_s_per_GB"
+done
+echo "$hdr" >"$CSV"
 for r in $(seq "$REPEATS"); do
-	for w in 1 4; do
+	for w in $WINDOWS; do
 		"$BENCH" --count "$COUNT" --window "$w" --port "$PORT" >"$tmp/b"
 		get() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/b"; }
 		# fi_pingpong prints usec/xfer = round trip / 2 (two transfers
@@ -38,21 +46,36 @@ for r in $(seq "$REPEATS"); do
 		    127.0.0.1 >"$tmp/ppc" 2>&1
 		wait $spid
 		pp=$(awk '$1 == 64 { print 2 * $7 }' "$tmp/ppc")
-		echo "$r,$w,$(get tput_ours_MBps),$(get tput_tcp_MBps),$(get rtt_ours_us),$(get rtt_tcp_us),$pp" >>"$CSV"
+		row="$r,$w,$(get tput_ours_MBps),$(get tput_tcp_MBps),$(get rtt_ours_us),$(get rtt_tcp_us),$pp"
+		for k in $cpu_keys; do
+			row="$row,$(get ${k}_user_s_per_GB),$(get ${k}_sys_s_per_GB)"
+		done
+		echo "$row" >>"$CSV"
 	done
 done
 
 col() { awk -F, -v w="$1" -v c="$2" 'NR > 1 && $2 == w { print $c }' "$CSV" | median; }
+# user + system seconds per GB of columns c and c+1, median over runs
+cpu() { awk -F, -v w="$1" -v c="$2" 'NR > 1 && $2 == w { print $c + $(c + 1) }' "$CSV" | median; }
+first=${WINDOWS%% *}
 echo
 echo "4 MiB messages, $COUNT per run, median of $REPEATS runs (CSV: $CSV)"
 printf "%-34s %12s %12s %8s\n" "measure" "ours" "baseline" "ratio"
-for w in 1 4; do
+for w in $WINDOWS; do
 	o=$(col $w 3); t=$(col $w 4)
 	printf "%-34s %9.0f MB/s %9.0f MB/s %7.1f%%\n" \
 	    "throughput, window $w vs plain TCP" "$o" "$t" \
 	    "$(echo "100 * $o / $t" | bc -l)"
 done
-o=$(col 1 5); t=$(col 1 6); p=$(col 1 7)
+for w in $WINDOWS; do
+	for side in "sender 8 12" "receiver 10 14"; do
+		set -- $side
+		o=$(cpu $w $2); t=$(cpu $w $3)
+		printf "%-34s %8.3f s/GB %8.3f s/GB %7.2fx\n" \
+		    "CPU, $1, window $w vs TCP" "$o" "$t" "$(echo "$o / $t" | bc -l)"
+	done
+done
+o=$(col $first 5); t=$(col $first 6); p=$(col $first 7)
 printf "%-34s %10.1f us %10.1f us %7.2fx\n" "64 B round trip vs fi_pingpong" "$o" "$p" \
     "$(echo "$o / $p" | bc -l)"
 printf "%-34s %10.1f us %10.1f us %7.2fx\n" "64 B round trip vs plain TCP" "$o" "$t" \

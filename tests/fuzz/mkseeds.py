@@ -18,12 +18,13 @@ def put(name, seed, data):
 
 
 def header(typ, flags, payload_len, seq=1, chunks=0, job=JOB):
-    return struct.pack("<4sBBHQQQQQII", b"GSPD", 1, typ, flags, job, 1, 2, seq,
+    return struct.pack("<4sBBHQQQQQII", b"GSPD", 2, typ, flags, job, 1, 2, seq,
                        payload_len, 0, chunks)
 
 
 def hello(addr=b"10.0.0.1:1"):
-    return bytes(range(32)) + struct.pack("<QB", 12345, len(addr)) + addr
+    # kx pk, stamp, address length, AEAD suites offered (aead.h), address
+    return bytes(range(32)) + struct.pack("<QBB", 12345, len(addr), 3) + addr
 
 
 # wire: selector byte, then a frame.
