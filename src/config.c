@@ -637,8 +637,8 @@ config_rule_job(const struct config *c, struct errbuf *err)
 }
 
 static int (*const config_rules[])(const struct config *c, struct errbuf *err) = {
-	config_rule_key_file, config_rule_listen, config_rule_metrics_listen, config_rule_probe, config_rule_resume,
-	config_rule_model, config_rule_mask, config_rule_job,
+	config_rule_key_file, config_rule_listen, config_rule_metrics_listen, config_rule_probe,
+	config_rule_resume, config_rule_model, config_rule_mask, config_rule_job,
 };
 
 static int

@@ -61,7 +61,8 @@ struct httpd_client {
 	uv_write_t		write;
 	uv_shutdown_t		shutdown;
 	char			*reply;		/* head and body, one buffer */
-	size_t			len;
+	size_t			rlen;
+	size_t			len;		/* of the request head read */
 	char			head[HTTPD_MAX_HEAD];
 };
 
@@ -173,14 +174,14 @@ httpd_reply(struct httpd_client *c, size_t i, char *body, int head_only)
 	    httpd_codes[i].reason, httpd_codes[i].code == 200 ?
 	    "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8", blen,
 	    httpd_codes[i].code == 405 ? "Allow: GET, HEAD\r\n" : "");
-	c->len = hlen + (head_only ? 0 : blen);
-	c->reply = xmalloc(c->len);
+	c->rlen = hlen + (head_only ? 0 : blen);
+	c->reply = xmalloc(c->rlen);
 	memcpy(c->reply, head, hlen);
 	if (!head_only)
 		memcpy(c->reply + hlen, text, blen);
 	free(body);
 	c->write.data = c;
-	buf = uv_buf_init(c->reply, (unsigned)c->len);
+	buf = uv_buf_init(c->reply, (unsigned)c->rlen);
 	if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, httpd_written) < 0)
 		httpd_client_close(c);
 }
