@@ -101,6 +101,7 @@ commands_status(struct daemon *d)
 	}
 	if (st != NULL && d->gossip != NULL) {
 		double dist = gossip_consensus_distance(d->gossip), waited;
+		double rel = gossip_relative_distance(d->gossip);
 		json_t *net = json_object();
 		uint64_t waits;
 
@@ -110,6 +111,8 @@ commands_status(struct daemon *d)
 
 		json_object_set_new(st, "consensus_distance", dist < 0 ? json_null() :
 		    json_real(dist));
+		json_object_set_new(st, "consensus_distance_relative", rel < 0 ? json_null() :
+		    json_real(rel));
 		transport_stats_json(d->transport, net);
 		json_object_set(st, "bytes_sent_by_type", json_object_get(net, "bytes_sent"));
 		json_object_set(st, "bytes_received_by_type",

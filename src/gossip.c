@@ -62,7 +62,7 @@ struct gossip {
 	struct gossip_scratch own;    /* the exchange this peer initiated */
 	struct gossip_scratch serve;  /* answering someone else's */
 
-	double distance;
+	double distance, distance_rel;
 	uint64_t initiated, ok, busy_in, failed, timeouts, served, busy_out, refused;
 	uint64_t bad_mask;	/* requests whose mask parameters cannot build */
 	uint64_t malformed;
@@ -150,6 +150,7 @@ gossip_new(const struct gossip_params *p, struct model *m, const struct gossip_o
 	g->m = m;
 	g->ops = *ops;
 	g->distance = -1;
+	g->distance_rel = -1;
 	g->ready = 1;
 	*out = g;
 	return 0;
@@ -202,6 +203,12 @@ double
 gossip_consensus_distance(const struct gossip *g)
 {
 	return g->distance;
+}
+
+double
+gossip_relative_distance(const struct gossip *g)
+{
+	return g->distance_rel;
 }
 
 static int
@@ -267,7 +274,7 @@ gossip_values_get(float *v, const uint8_t *in, size_t n, enum gossip_values fmt)
  * job, when peers still agree, is far above their distance). */
 static enum gossip_refusal
 gossip_vet(struct gossip *g, const struct gossip_scratch *sc, size_t n, const char *from,
-    double *rms)
+    double *rms, double *own_rms)
 {
 	double sum = 0, own = 0, scale;
 	enum gossip_refusal why = GOSSIP_REFUSE_N;
@@ -282,8 +289,8 @@ gossip_vet(struct gossip *g, const struct gossip_scratch *sc, size_t n, const ch
 			own += (double)sc->mine[i] * (double)sc->mine[i];
 		}
 		*rms = sqrt(sum / (double)(n ? n : 1));
-		scale = fmax(fmax(g->distance, sqrt(own / (double)(n ? n : 1))),
-		    GOSSIP_FAR_FLOOR);
+		*own_rms = sqrt(own / (double)(n ? n : 1));
+		scale = fmax(fmax(g->distance, *own_rms), GOSSIP_FAR_FLOOR);
 		if (!(*rms <= GOSSIP_FAR_GAMMA * scale))
 			why = GOSSIP_REFUSE_FAR;
 		else if (*rms / scale > g->far_ratio_max)
@@ -298,10 +305,18 @@ gossip_vet(struct gossip *g, const struct gossip_scratch *sc, size_t n, const ch
 	return why;
 }
 
-static void
-gossip_note_distance(struct gossip *g, double rms)
+static double
+gossip_ewma(double avg, double x)
 {
-	g->distance = g->distance < 0 ? rms : g->distance + GOSSIP_DIST_ALPHA * (rms - g->distance);
+	return avg < 0 ? x : avg + GOSSIP_DIST_ALPHA * (x - avg);
+}
+
+static void
+gossip_note_distance(struct gossip *g, double rms, double own_rms)
+{
+	g->distance = gossip_ewma(g->distance, rms);
+	if (own_rms > 0)
+		g->distance_rel = gossip_ewma(g->distance_rel, rms / own_rms);
 }
 
 static int
@@ -419,7 +434,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 	enum gossip_mode mode;
 	size_t vs, block, rlen;
 	struct errbuf why;
-	double density, rms = 0;
+	double density, rms = 0, own_rms = 0;
 	int rc;
 	uint8_t *w;
 
@@ -479,7 +494,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		return;
 	}
 	gossip_values_get(g->serve.theirs, buf + GOSSIP_REQ_HEADER, count, fmt);
-	if (gossip_vet(g, &g->serve, count, from, &rms) != GOSSIP_REFUSE_N) {
+	if (gossip_vet(g, &g->serve, count, from, &rms, &own_rms) != GOSSIP_REFUSE_N) {
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
 	}
@@ -504,7 +519,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 	wire_put_u64(w + 24, g->ops.step(g->ops.arg));
 	gossip_values_put(w + GOSSIP_REPLY_HEADER, g->serve.mine, count, fmt);
 	g->ops.send(g->ops.arg, from, GOSSIP_T_REPLY, w, rlen, NULL, NULL);
-	gossip_note_distance(g, rms);
+	gossip_note_distance(g, rms, own_rms);
 	g->served++;
 }
 
@@ -515,7 +530,7 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 {
 	size_t vs = gossip_value_size(g->p.values);
 	uint64_t nonce, count;
-	double rms = 0;
+	double rms = 0, own_rms = 0;
 
 	if (len < GOSSIP_REPLY_HEADER || buf[0] != GOSSIP_VERSION || buf[1] > REPLY_REFUSED) {
 		g->malformed++;
@@ -541,13 +556,13 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 		return;
 	}
 	gossip_values_get(g->own.theirs, buf + GOSSIP_REPLY_HEADER, count, g->p.values);
-	if (gossip_vet(g, &g->own, count, from, &rms) != GOSSIP_REFUSE_N ||
+	if (gossip_vet(g, &g->own, count, from, &rms, &own_rms) != GOSSIP_REFUSE_N ||
 	    model_average_in(g->m, g->own.mask.r, g->own.mask.n, g->own.theirs) < 0) {
 		g->failed++;
 		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes + len);
 		return;
 	}
-	gossip_note_distance(g, rms);
+	gossip_note_distance(g, rms, own_rms);
 	g->ok++;
 	gossip_finish(g, now, GOSSIP_OK, g->req_bytes + len);
 }

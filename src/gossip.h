@@ -135,6 +135,9 @@ uint64_t gossip_exchanges(const struct gossip *g);
 /* Smoothed RMS difference of own and partner values on exchanged
  * coordinates; < 0 before the first exchange. */
 double gossip_consensus_distance(const struct gossip *g);
+/* The same, each sample divided by the RMS of own values on those
+ * coordinates: a scale-free measure of disagreement (0.01 = 1%). */
+double gossip_relative_distance(const struct gossip *g);
 /* Add "gossip": {...counters} to obj. */
 int gossip_stats_json(const struct gossip *g, json_t *obj);
 
