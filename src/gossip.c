@@ -2,9 +2,12 @@
  * gossip: see gossip.h for the protocol. Layouts (little-endian):
  *
  * REQ    u8 version, u8 mode, u8 values, u8 0, u32 block, u64 nonce, u64 d,
- *        u64 count, f64 density, u64 step | count values
+ *        u64 count, f64 density, u64 step | delta: the mask (mask_encode) |
+ *        count values
  * REPLY  u8 version, u8 status, u8 values, u8 0, u32 0, u64 nonce,
  *        u64 count, u64 step | count values when status is OK
+ * values fp32 or fp16: count of them; int8: per GOSSIP_Q_BLOCK values (the
+ *        last block shorter) an f32 scale, then that many int8
  *
  * The responder rebuilds the mask from the REQ's own parameters, so the
  * two sides agree even while `gossipctl set density` is changing one of
@@ -22,6 +25,7 @@
 
 #include <sodium.h>
 
+#include "drift.h"
 #include "log.h"
 #include "mask.h"
 #include "wire.h"
@@ -34,6 +38,9 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #define GOSSIP_REPLY_HEADER 32
 /* Weight of a new sample in the consensus-distance EWMA. */
 #define GOSSIP_DIST_ALPHA 0.1
+/* int8 values per scale: 64 keeps the scale's cost at 1/16 of a byte per
+ * value, and a block's largest value near its typical ones. */
+#define GOSSIP_Q_BLOCK 64
 
 enum { REPLY_OK, REPLY_BUSY, REPLY_REFUSED };
 
@@ -61,6 +68,7 @@ struct gossip {
 
 	struct gossip_scratch own;    /* the exchange this peer initiated */
 	struct gossip_scratch serve;  /* answering someone else's */
+	struct drift *drift;          /* mode delta's anchor (drift.h) */
 
 	double distance, distance_rel;
 	uint64_t initiated, ok, busy_in, failed, timeouts, served, busy_out, refused;
@@ -90,16 +98,24 @@ struct gossip_send_ctx {
 	uint64_t nonce;
 };
 
+static const char *const gossip_mode_names[GOSSIP_MODE_N] = {
+	[GOSSIP_SAPS] = "saps", [GOSSIP_DENSE] = "dense", [GOSSIP_DELTA] = "delta",
+};
+
+static const char *const gossip_values_names[GOSSIP_VALUES_N] = {
+	[GOSSIP_FP32] = "fp32", [GOSSIP_FP16] = "fp16", [GOSSIP_INT8] = "int8",
+};
+
 const char *
 gossip_mode_name(enum gossip_mode m)
 {
-	return m == GOSSIP_DENSE ? "dense" : "saps";
+	return m < GOSSIP_MODE_N ? gossip_mode_names[m] : "unknown";
 }
 
 const char *
 gossip_values_name(enum gossip_values v)
 {
-	return v == GOSSIP_FP16 ? "fp16" : "fp32";
+	return v < GOSSIP_VALUES_N ? gossip_values_names[v] : "unknown";
 }
 
 const char *
@@ -123,7 +139,7 @@ gossip_finite(const float *v, size_t n)
 static int
 gossip_sendable(const float *v, size_t n, enum gossip_values fmt)
 {
-	if (fmt == GOSSIP_FP32)
+	if (fmt != GOSSIP_FP16)
 		return gossip_finite(v, n);
 	for (size_t i = 0; i < n; i++) {
 		if (!(fabsf(v[i]) <= 65504.0f))
@@ -132,10 +148,18 @@ gossip_sendable(const float *v, size_t n, enum gossip_values fmt)
 	return 1;
 }
 
+/* Bytes n values take in fmt. */
 static size_t
-gossip_value_size(enum gossip_values v)
+gossip_values_bytes(enum gossip_values fmt, size_t n)
 {
-	return v == GOSSIP_FP16 ? 2 : 4;
+	switch (fmt) {
+	case GOSSIP_FP16:
+		return 2 * n;
+	case GOSSIP_INT8:
+		return n + 4 * ((n + GOSSIP_Q_BLOCK - 1) / GOSSIP_Q_BLOCK);
+	default:
+		return 4 * n;
+	}
 }
 
 int
@@ -152,6 +176,10 @@ gossip_new(const struct gossip_params *p, struct model *m, const struct gossip_o
 	g->distance = -1;
 	g->distance_rel = -1;
 	g->ready = 1;
+	if (drift_new(&g->drift) < 0) {
+		free(g);
+		return -ENOMEM;
+	}
 	*out = g;
 	return 0;
 }
@@ -172,6 +200,7 @@ gossip_free(struct gossip *g)
 		return;
 	gossip_scratch_free(&g->own);
 	gossip_scratch_free(&g->serve);
+	drift_free(g->drift);
 	free(g);
 }
 
@@ -184,6 +213,10 @@ gossip_set_params(struct gossip *g, const struct gossip_params *p)
 void
 gossip_set_ready(struct gossip *g, int ready)
 {
+	/* The model was replaced (pulled from donors): its drift is not
+	 * this peer's learning. */
+	if (ready && !g->ready)
+		drift_reset(g->drift);
 	g->ready = ready;
 }
 
@@ -239,32 +272,91 @@ gossip_reserve(struct gossip_scratch *sc, size_t count, size_t wire_bytes)
 }
 
 static void
+gossip_int8_put(uint8_t *out, const float *v, size_t n)
+{
+	for (size_t b = 0; b < n; b += GOSSIP_Q_BLOCK) {
+		size_t len = n - b < GOSSIP_Q_BLOCK ? n - b : GOSSIP_Q_BLOCK;
+		float max = 0, scale, inv;
+
+		for (size_t i = 0; i < len; i++)
+			max = fmaxf(max, fabsf(v[b + i]));
+		scale = max / 127.0f;
+		inv = scale > 0 ? 1.0f / scale : 0;
+		memcpy(out, &scale, 4);
+		for (size_t i = 0; i < len; i++) {
+			float q = fminf(fmaxf(rintf(v[b + i] * inv), -127.0f), 127.0f);
+
+			out[4 + i] = (uint8_t)(int8_t)q;
+		}
+		out += 4 + len;
+	}
+}
+
+/* A scale that is not finite gives values that are not: gossip_vet
+ * refuses them as it would any others. */
+static void
+gossip_int8_get(float *v, const uint8_t *in, size_t n)
+{
+	for (size_t b = 0; b < n; b += GOSSIP_Q_BLOCK) {
+		size_t len = n - b < GOSSIP_Q_BLOCK ? n - b : GOSSIP_Q_BLOCK;
+		float scale;
+
+		memcpy(&scale, in, 4);
+		for (size_t i = 0; i < len; i++)
+			v[b + i] = (float)(int8_t)in[4 + i] * scale;
+		in += 4 + len;
+	}
+}
+
+static void
 gossip_values_put(uint8_t *out, const float *v, size_t n, enum gossip_values fmt)
 {
-	if (fmt == GOSSIP_FP32) {
-		memcpy(out, v, n * sizeof(float));
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		_Float16 h = (_Float16)v[i];
+	switch (fmt) {
+	case GOSSIP_FP16:
+		for (size_t i = 0; i < n; i++) {
+			_Float16 h = (_Float16)v[i];
 
-		memcpy(out + 2 * i, &h, 2);
+			memcpy(out + 2 * i, &h, 2);
+		}
+		break;
+	case GOSSIP_INT8:
+		gossip_int8_put(out, v, n);
+		break;
+	default:
+		memcpy(out, v, n * sizeof(float));
+		break;
 	}
 }
 
 static void
 gossip_values_get(float *v, const uint8_t *in, size_t n, enum gossip_values fmt)
 {
-	if (fmt == GOSSIP_FP32) {
-		memcpy(v, in, n * sizeof(float));
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		_Float16 h;
+	switch (fmt) {
+	case GOSSIP_FP16:
+		for (size_t i = 0; i < n; i++) {
+			_Float16 h;
 
-		memcpy(&h, in + 2 * i, 2);
-		v[i] = (float)h;
+			memcpy(&h, in + 2 * i, 2);
+			v[i] = (float)h;
+		}
+		break;
+	case GOSSIP_INT8:
+		gossip_int8_get(v, in, n);
+		break;
+	default:
+		memcpy(v, in, n * sizeof(float));
+		break;
 	}
+}
+
+/* Both sides now hold (mine + theirs) / 2 on sc's mask: mode delta's
+ * anchor moves there (drift.h). theirs is spent after the mix. */
+static void
+gossip_note_mixed(struct gossip *g, struct gossip_scratch *sc)
+{
+	for (size_t i = 0; i < sc->mask.count; i++)
+		sc->theirs[i] = 0.5f * (sc->mine[i] + sc->theirs[i]);
+	drift_mixed(g->drift, &sc->mask, sc->theirs);
 }
 
 /* May sc->theirs be mixed into sc->mine? Returns GOSSIP_REFUSE_N when it
@@ -353,42 +445,66 @@ gossip_req_sent(void *arg, int status)
 	free(ctx);
 }
 
+/* The initiator's slice: the mask and its values in g->own; *ilen is the
+ * encoded mask's size (mode delta) or 0. */
+static int
+gossip_slice(struct gossip *g, uint64_t nonce, size_t *ilen)
+{
+	struct gossip_scratch *sc = &g->own;
+	size_t k;
+	int rc;
+
+	*ilen = 0;
+	if (g->p.mode != GOSSIP_DELTA) {
+		if ((rc = gossip_build_mask(g, sc, g->p.mode, nonce, g->p.density, g->p.block)) < 0 ||
+		    (rc = gossip_reserve(sc, sc->mask.count, GOSSIP_REQ_HEADER +
+		    gossip_values_bytes(g->p.values, sc->mask.count))) < 0)
+			return rc;
+		return model_gather(g->m, sc->mask.r, sc->mask.n, sc->mine);
+	}
+	k = (size_t)llround(g->p.density * (double)g->m->d);
+	k = k == 0 ? 1 : k > g->m->d ? g->m->d : k;
+	if ((rc = gossip_reserve(sc, k, GOSSIP_REQ_HEADER + mask_wire_max(k) +
+	    gossip_values_bytes(g->p.values, k))) < 0 ||
+	    (rc = drift_select(g->drift, g->m, k, &sc->mask, sc->mine)) < 0)
+		return rc;
+	*ilen = mask_encode(&sc->mask, sc->wire + GOSSIP_REQ_HEADER);
+	return 0;
+}
+
 int
 gossip_start(struct gossip *g, double now, const char *addr)
 {
-	size_t vs = gossip_value_size(g->p.values), len;
 	struct gossip_send_ctx *ctx;
 	uint64_t nonce, bits;
+	size_t len, ilen;
 	uint8_t *w;
 	int rc;
 
 	if (g->active || !g->ready)
 		return -EBUSY;
 	randombytes_buf(&nonce, sizeof(nonce));
-	if ((rc = gossip_build_mask(g, &g->own, g->p.mode, nonce, g->p.density, g->p.block)) < 0)
-		return rc;
-	len = GOSSIP_REQ_HEADER + g->own.mask.count * vs;
-	if ((rc = gossip_reserve(&g->own, g->own.mask.count, len)) < 0)
-		return rc;
-	if ((rc = model_gather(g->m, g->own.mask.r, g->own.mask.n, g->own.mine)) < 0)
+	if ((rc = gossip_slice(g, nonce, &ilen)) < 0)
 		return rc;
 	if (!gossip_sendable(g->own.mine, g->own.mask.count, g->p.values)) {
 		g->own_nonfinite++;
 		return -EDOM;
 	}
+	len = GOSSIP_REQ_HEADER + ilen + gossip_values_bytes(g->p.values, g->own.mask.count);
 	w = g->own.wire;
 	memset(w, 0, GOSSIP_REQ_HEADER);
 	w[0] = GOSSIP_VERSION;
 	w[1] = (uint8_t)g->p.mode;
 	w[2] = (uint8_t)g->p.values;
-	wire_put_u32(w + 4, (uint32_t)g->p.block);
+	wire_put_u32(w + 4, g->p.mode == GOSSIP_DELTA ? 0 : (uint32_t)g->p.block);
 	wire_put_u64(w + 8, nonce);
 	wire_put_u64(w + 16, g->m->d);
 	wire_put_u64(w + 24, g->own.mask.count);
 	memcpy(&bits, &g->p.density, sizeof(bits));
 	wire_put_u64(w + 32, bits);
 	wire_put_u64(w + 40, g->ops.step(g->ops.arg));
-	gossip_values_put(w + GOSSIP_REQ_HEADER, g->own.mine, g->own.mask.count, g->p.values);
+	gossip_values_put(w + GOSSIP_REQ_HEADER + ilen, g->own.mine, g->own.mask.count,
+	    g->p.values);
 
 	ctx = malloc(sizeof(*ctx));
 	if (ctx == NULL)
@@ -432,28 +548,34 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 	uint64_t nonce, d, count, bits;
 	enum gossip_values fmt;
 	enum gossip_mode mode;
-	size_t vs, block, rlen;
+	size_t block, rlen, vlen, ilen;
 	struct errbuf why;
 	double density, rms = 0, own_rms = 0;
 	int rc;
 	uint8_t *w;
 
-	if (len < GOSSIP_REQ_HEADER || buf[0] != GOSSIP_VERSION || buf[1] > GOSSIP_DENSE ||
-	    buf[2] > GOSSIP_FP16) {
+	if (len < GOSSIP_REQ_HEADER || buf[0] != GOSSIP_VERSION || buf[1] >= GOSSIP_MODE_N ||
+	    buf[2] >= GOSSIP_VALUES_N) {
 		g->malformed++;
 		return;
 	}
 	mode = (enum gossip_mode)buf[1];
 	fmt = (enum gossip_values)buf[2];
-	vs = gossip_value_size(fmt);
 	block = wire_get_u32(buf + 4);
 	nonce = wire_get_u64(buf + 8);
 	d = wire_get_u64(buf + 16);
 	count = wire_get_u64(buf + 24);
 	bits = wire_get_u64(buf + 32);
 	memcpy(&density, &bits, sizeof(density));
-	if (count == 0 || count > d || (len - GOSSIP_REQ_HEADER) / vs != count ||
-	    (len - GOSSIP_REQ_HEADER) % vs != 0) {
+	/* count <= d bounds the size arithmetic below; only a delta REQ has
+	 * bytes between the header and the values (its mask). */
+	if (count == 0 || count > d || count > len) {
+		g->malformed++;
+		return;
+	}
+	vlen = gossip_values_bytes(fmt, count);
+	ilen = vlen <= len - GOSSIP_REQ_HEADER ? len - GOSSIP_REQ_HEADER - vlen : SIZE_MAX;
+	if (ilen == SIZE_MAX || (mode != GOSSIP_DELTA && ilen != 0)) {
 		g->malformed++;
 		return;
 	}
@@ -475,13 +597,29 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		return;
 	}
 	/* Another model, or a mask we would not rebuild identically. */
-	if (d != g->m->d || gossip_build_mask(g, &g->serve, mode, nonce, density, block) < 0 ||
+	if (d != g->m->d) {
+		g->refused++;
+		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+		return;
+	}
+	if (mode == GOSSIP_DELTA) {
+		if ((rc = mask_decode(&g->serve.mask, buf + GOSSIP_REQ_HEADER, ilen, count,
+		    d)) == -EINVAL) {
+			g->malformed++;
+			return;
+		}
+		if (rc < 0) {
+			g->refused++;
+			gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+			return;
+		}
+	} else if (gossip_build_mask(g, &g->serve, mode, nonce, density, block) < 0 ||
 	    g->serve.mask.count != count) {
 		g->refused++;
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
 	}
-	rlen = GOSSIP_REPLY_HEADER + count * vs;
+	rlen = GOSSIP_REPLY_HEADER + vlen;
 	if (gossip_reserve(&g->serve, count, rlen) < 0 ||
 	    model_gather(g->m, g->serve.mask.r, g->serve.mask.n, g->serve.mine) < 0) {
 		g->refused++;
@@ -493,7 +631,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
 	}
-	gossip_values_get(g->serve.theirs, buf + GOSSIP_REQ_HEADER, count, fmt);
+	gossip_values_get(g->serve.theirs, buf + GOSSIP_REQ_HEADER + ilen, count, fmt);
 	if (gossip_vet(g, &g->serve, count, from, &rms, &own_rms) != GOSSIP_REFUSE_N) {
 		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
 		return;
@@ -520,6 +658,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 	gossip_values_put(w + GOSSIP_REPLY_HEADER, g->serve.mine, count, fmt);
 	g->ops.send(g->ops.arg, from, GOSSIP_T_REPLY, w, rlen, NULL, NULL);
 	gossip_note_distance(g, rms, own_rms);
+	gossip_note_mixed(g, &g->serve);
 	g->served++;
 }
 
@@ -528,7 +667,6 @@ static void
 gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *buf,
     size_t len)
 {
-	size_t vs = gossip_value_size(g->p.values);
 	uint64_t nonce, count;
 	double rms = 0, own_rms = 0;
 
@@ -548,7 +686,8 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 	}
 	count = wire_get_u64(buf + 16);
 	if (buf[1] == REPLY_REFUSED || buf[2] != (uint8_t)g->p.values ||
-	    count != g->own.mask.count || len != GOSSIP_REPLY_HEADER + count * vs) {
+	    count != g->own.mask.count ||
+	    len != GOSSIP_REPLY_HEADER + gossip_values_bytes(g->p.values, count)) {
 		if (buf[1] != REPLY_REFUSED)
 			g->malformed++;
 		g->failed++;
@@ -563,6 +702,7 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 		return;
 	}
 	gossip_note_distance(g, rms, own_rms);
+	gossip_note_mixed(g, &g->own);
 	g->ok++;
 	gossip_finish(g, now, GOSSIP_OK, g->req_bytes + len);
 }

@@ -8,8 +8,12 @@
  *	j: rebuild S from the REQ; v <- x_j[S]; x_j[S] <- (x_j[S] + x_i[S]) / 2;
  *	   send REPLY{nonce, v}
  *	i: x_i[S] <- (x_i[S] + v) / 2
- * Only values cross the wire, fp32 or fp16. Mode dense is the same with S
- * = every coordinate. A peer initiates one exchange at a time. While it
+ * Only values cross the wire: fp32, fp16, or int8 with one fp32 scale per
+ * GOSSIP_Q_BLOCK values (max |v| / 127, rounded to nearest). Mode dense is
+ * the same with S = every coordinate. Mode delta is the same with S chosen
+ * by i: the k coordinates that moved most on i since they were last mixed
+ * (drift.h: the residual that waits for its turn is the error feedback),
+ * so S's coordinates travel too, as varint gaps (mask.h). A peer initiates one exchange at a time. While it
  * has one in flight it still serves sparse REQs (two random masks barely
  * overlap, and interleaved averages stay convex combinations) but answers
  * dense ones with BUSY, as does a peer that has no model yet. Each
@@ -62,8 +66,10 @@ extern const struct proto gossip_proto;
  * no accepted distance yet must not refuse every partner. */
 #define GOSSIP_FAR_FLOOR 1e-2
 
-enum gossip_mode { GOSSIP_SAPS, GOSSIP_DENSE };
-enum gossip_values { GOSSIP_FP32, GOSSIP_FP16 };
+/* In the order of the config's metavars "saps|dense|delta" and
+ * "fp32|fp16|int8"; the numbers travel in REQ headers. */
+enum gossip_mode { GOSSIP_SAPS, GOSSIP_DENSE, GOSSIP_DELTA, GOSSIP_MODE_N };
+enum gossip_values { GOSSIP_FP32, GOSSIP_FP16, GOSSIP_INT8, GOSSIP_VALUES_N };
 
 /* Why received values were refused before touching the model (stats
  * "rejected", peers "refused"). */
@@ -83,7 +89,7 @@ enum gossip_result {
 struct gossip_params {
 	enum gossip_mode mode;
 	enum gossip_values values;
-	double density;    /* saps: fraction of coordinates per exchange */
+	double density;    /* saps, delta: fraction of coordinates per exchange */
 	size_t block;      /* saps: coordinates per mask block */
 	uint64_t seed;     /* job seed: masks derive from (seed, nonce) */
 	double timeout;    /* seconds an exchange may take */

@@ -135,6 +135,98 @@ mask_dense(struct mask *m, size_t d)
 }
 
 void
+mask_clear(struct mask *m)
+{
+	m->n = m->count = 0;
+}
+
+int
+mask_add(struct mask *m, size_t i)
+{
+	struct model_range *last = m->n > 0 ? &m->r[m->n - 1] : NULL;
+	int rc;
+
+	m->count++;
+	if (last != NULL && last->off + last->len == i) {
+		last->len++;
+		return 0;
+	}
+	/* Grown by half: a selection adds thousands of ranges one by one. */
+	if (m->n == m->cap && (rc = mask_reserve(m, m->cap + m->cap / 2 + 16)) < 0) {
+		m->count--;
+		return rc;
+	}
+	m->r[m->n++] = (struct model_range){ i, 1 };
+	return 0;
+}
+
+/* A u64 takes at most 10 varint bytes. */
+#define MASK_VARINT_MAX 10
+
+size_t
+mask_wire_max(size_t count)
+{
+	return count * MASK_VARINT_MAX;
+}
+
+static size_t
+mask_put_varint(uint8_t *out, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		out[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	out[n++] = (uint8_t)v;
+	return n;
+}
+
+size_t
+mask_encode(const struct mask *m, uint8_t *out)
+{
+	uint64_t next = 0;	/* the smallest coordinate the next one may be */
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		n += mask_put_varint(out + n, m->r[i].off - next);
+		for (size_t j = 1; j < m->r[i].len; j++)
+			out[n++] = 0;
+		next = m->r[i].off + m->r[i].len;
+	}
+	return n;
+}
+
+int
+mask_decode(struct mask *m, const uint8_t *in, size_t len, size_t count, size_t d)
+{
+	uint64_t next = 0;
+	size_t pos = 0;
+	int rc;
+
+	mask_clear(m);
+	for (size_t k = 0; k < count; k++) {
+		uint64_t gap = 0;
+		unsigned shift = 0;
+
+		for (;;) {
+			if (pos == len || shift > 63)
+				return -EINVAL;
+			gap |= (uint64_t)(in[pos] & 0x7f) << shift;
+			shift += 7;
+			if ((in[pos++] & 0x80) == 0)
+				break;
+		}
+		if (next >= d || gap >= d - next)
+			return -EINVAL;
+		if ((rc = mask_add(m, next + gap)) < 0)
+			return rc;
+		next += gap + 1;
+	}
+	return pos == len ? 0 : -EINVAL;
+}
+
+void
 mask_free(struct mask *m)
 {
 	free(m->r);

@@ -41,6 +41,23 @@ int mask_build(struct mask *m, uint64_t seed, uint64_t nonce, size_t d, double d
     size_t block);
 /* The whole vector: one range [0, d). */
 int mask_dense(struct mask *m, size_t d);
+
+/*
+ * Explicit masks (mode delta, drift.h): coordinates the sender chose, so
+ * they travel. On the wire each coordinate is the gap to the previous one
+ * (the first: its index) as an unsigned LEB128 varint: a 1% mask costs
+ * about one byte per coordinate rather than a u32 or u64.
+ */
+void mask_clear(struct mask *m);
+/* Append coordinate i, above every coordinate already in m. */
+int mask_add(struct mask *m, size_t i);
+/* Bytes mask_encode may write for count coordinates. */
+size_t mask_wire_max(size_t count);
+/* Returns the bytes written. */
+size_t mask_encode(const struct mask *m, uint8_t *out);
+/* Exactly count coordinates in exactly len bytes, each below d, or
+ * -EINVAL: nothing a peer sends reaches the model unchecked. */
+int mask_decode(struct mask *m, const uint8_t *in, size_t len, size_t count, size_t d);
 void mask_free(struct mask *m);
 
 #endif

@@ -1,7 +1,9 @@
 /*
  * Unit test of gossip (and select): two peers with real models talk over an
  * in-memory queue. An exchange leaves both with the average on the mask
- * and untouched elsewhere; dense averages everything; fp16 is close; two
+ * and untouched elsewhere; dense averages everything; fp16 and int8 are
+ * close; delta mixes the coordinates that drifted most, the rest waits
+ * for the next exchange, and its coded mask is checked; two
  * peers asking each other at once both succeed (sparse) or both get BUSY
  * (dense), and a peer with no model yet answers BUSY; a lost reply times out;
  * malformed and mismatched requests change nothing. Poison: a REQ or REPLY
@@ -178,7 +180,8 @@ test_exchange(enum gossip_mode mode, enum gossip_values values)
 {
 	float *a0, *b0, *a1, *b1;
 	size_t mixed = 0, d;
-	double tol = values == GOSSIP_FP16 ? 2e-3 : 0;
+	/* fp16 near 1: 2^-11; int8 of values below 2: (2 / 127) / 2 / 2 */
+	double tol = values == GOSSIP_FP16 ? 2e-3 : values == GOSSIP_INT8 ? 4.5e-3 : 0;
 
 	setup(mode, values, 0.1, "40-20-10", "40-20-10");
 	d = peers[0].m->d;
@@ -205,7 +208,8 @@ test_exchange(enum gossip_mode mode, enum gossip_values values)
 	if (mode == GOSSIP_DENSE)
 		CHECKF(mixed == d, "dense mixed %zu of %zu", mixed, d);
 	else
-		CHECKF(mixed == (size_t)llround(0.1 * (double)d), "saps mixed %zu of %zu", mixed, d);
+		CHECKF(mixed == (size_t)llround(0.1 * (double)d), "%s mixed %zu of %zu",
+		    gossip_mode_name(mode), mixed, d);
 	CHECK(gossip_exchanges(peers[0].g) == 1 && gossip_exchanges(peers[1].g) == 1);
 	CHECK(gossip_consensus_distance(peers[0].g) > 0);
 	free(a0);
@@ -504,6 +508,94 @@ test_bad_mask(void)
 	teardown();
 }
 
+/* Move coordinates of m by delta[i] at idx[i]. */
+static void
+nudge(struct model *m, const size_t *idx, const float *delta, size_t n)
+{
+	float *x = snap(m);
+
+	for (size_t i = 0; i < n; i++)
+		x[idx[i]] += delta[i];
+	CHECK(model_restore(m, x, NULL) == 0);
+	free(x);
+}
+
+/* Which coordinates of peer 0 an exchange changed, in order; returns how
+ * many (at most max). */
+static size_t
+exchanged(size_t *out, size_t max)
+{
+	float *a0 = snap(peers[0].m), *a1;
+	size_t n = 0;
+
+	CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == 0);
+	pump(0);
+	CHECK(peers[0].last == GOSSIP_OK);
+	a1 = snap(peers[0].m);
+	for (size_t i = 0; i < peers[0].m->d; i++)
+		if (a1[i] != a0[i] && n < max)
+			out[n++] = i;
+	free(a0);
+	free(a1);
+	return n;
+}
+
+/* Delta: the coordinates that moved most go first, the ones left behind
+ * (the residual) go in the next exchange; a mixed coordinate has no drift
+ * left. A coded mask that does not decode changes nothing. */
+static void
+test_delta(void)
+{
+	static const size_t big[] = { 5, 300, 1020 }, mid[] = { 17, 600, 1029 };
+	static const float bigd[] = { 9, -8, 7 }, midd[] = { 3, -2, 2.5f };
+	size_t got[8], n;
+	uint8_t *req;
+	float *b0, *b1;
+	size_t rlen;
+
+	setup(GOSSIP_DELTA, GOSSIP_FP32, 3.0 / 1030, "40-20-10", "40-20-10");
+	CHECK(peers[0].m->d == 1030);
+	/* the first exchange anchors peer 0 at its model */
+	CHECK(exchanged(got, 8) == 3);
+	nudge(peers[0].m, big, bigd, 3);
+	nudge(peers[0].m, mid, midd, 3);
+	n = exchanged(got, 8);
+	CHECKF(n == 3 && got[0] == 5 && got[1] == 300 && got[2] == 1020,
+	    "first pick %zu: %zu %zu %zu", n, got[0], got[1], got[2]);
+	n = exchanged(got, 8);
+	CHECKF(n == 3 && got[0] == 17 && got[1] == 600 && got[2] == 1029,
+	    "second pick %zu: %zu %zu %zu", n, got[0], got[1], got[2]);
+
+	/* a mask past d, and one byte short: dropped as malformed */
+	b0 = snap(peers[1].m);
+	for (int t = 0; t < 2; t++) {
+		json_t *st = json_object();
+
+		CHECK(gossip_start(peers[0].g, 1.0, peers[1].addr) == 0);
+		CHECK(nq == 1);
+		req = queue[0].buf;
+		rlen = queue[0].len;
+		/* the three one-byte indices become one, 16384, or lose a byte */
+		if (t == 0)
+			memcpy(req + 48, "\x80\x80\x01", 3);
+		else
+			memmove(req + 48, req + 49, --rlen - 48);
+		gossip_recv(peers[1].g, 1.0, peers[0].addr, GOSSIP_T_REQ, req, rlen);
+		free(queue[0].buf);
+		nq = 0;
+		gossip_tick(peers[0].g, 10.0);
+		CHECK(gossip_stats_json(peers[1].g, st) == 0);
+		CHECKF(json_integer_value(json_object_get(json_object_get(st, "gossip"),
+		    "malformed")) == t + 1, "case %d", t);
+		json_decref(st);
+	}
+	b1 = snap(peers[1].m);
+	CHECK(memcmp(b0, b1, peers[1].m->d * sizeof(float)) == 0);
+	free(b0);
+	free(b1);
+	teardown();
+}
+
 int
 main(void)
 {
@@ -512,6 +604,10 @@ main(void)
 	test_exchange(GOSSIP_SAPS, GOSSIP_FP32);
 	test_exchange(GOSSIP_DENSE, GOSSIP_FP32);
 	test_exchange(GOSSIP_SAPS, GOSSIP_FP16);
+	test_exchange(GOSSIP_SAPS, GOSSIP_INT8);
+	test_exchange(GOSSIP_DELTA, GOSSIP_FP32);
+	test_exchange(GOSSIP_DELTA, GOSSIP_INT8);
+	test_delta();
 	test_busy_timeout_malformed();
 	test_bad_mask();
 	test_poison();

@@ -2,7 +2,10 @@
  * Unit test of mask: two processes derive identical masks from the same
  * (seed, nonce); masks have exactly the requested density; ranges are
  * sorted, disjoint and inside [0, d); every coordinate is about equally
- * likely to be picked; another nonce gives another mask.
+ * likely to be picked; another nonce gives another mask. Explicit masks
+ * (mode delta) survive their wire coding, runs merge into ranges, and
+ * every malformed coding (past d, truncated, trailing bytes, an overlong
+ * varint) is refused.
  */
 #include <errno.h>
 #include <math.h>
@@ -178,11 +181,55 @@ test_check(void)
 	mask_free(&m);
 }
 
+static void
+test_explicit(void)
+{
+	static const size_t idx[] = { 0, 1, 2, 7, 200, 201, 16383, 16384, 99999 };
+	const size_t n = sizeof(idx) / sizeof(idx[0]), d = 100000;
+	struct mask a = { 0 }, b = { 0 };
+	uint8_t buf[256], bad[256];
+	size_t len;
+
+	for (size_t i = 0; i < n; i++)
+		CHECK(mask_add(&a, idx[i]) == 0);
+	CHECKF(a.n == 5 && a.count == n, "ranges %zu count %zu", a.n, a.count);
+	CHECK(mask_wire_max(n) <= sizeof(buf));
+	len = mask_encode(&a, buf);
+	/* gaps 0,0,0,4,192,0,16181,0,83614: 1+1+1+1+2+1+2+1+3 bytes */
+	CHECKF(len == 13, "encoded %zu bytes", len);
+	CHECK(mask_decode(&b, buf, len, n, d) == 0);
+	CHECK(b.n == a.n && b.count == a.count &&
+	    memcmp(a.r, b.r, a.n * sizeof(*a.r)) == 0);
+	/* one coordinate too many or too few, a shorter model, trailing and
+	 * missing bytes */
+	CHECK(mask_decode(&b, buf, len, n + 1, d) == -EINVAL);
+	CHECK(mask_decode(&b, buf, len, n - 1, d) == -EINVAL);
+	CHECK(mask_decode(&b, buf, len, n, 99999) == -EINVAL);
+	memcpy(bad, buf, len);
+	bad[len] = 0;
+	CHECK(mask_decode(&b, bad, len + 1, n, d) == -EINVAL);
+	CHECK(mask_decode(&b, buf, len - 1, n, d) == -EINVAL);
+	/* a varint that never ends, and one past 64 bits */
+	memset(bad, 0xff, sizeof(bad));
+	CHECK(mask_decode(&b, bad, 12, 1, d) == -EINVAL);
+	CHECK(mask_decode(&b, bad, sizeof(bad), 1, d) == -EINVAL);
+	/* a gap that wraps the index around */
+	len = 0;
+	bad[len++] = 5;
+	for (int i = 0; i < 9; i++)
+		bad[len++] = 0xff;
+	bad[len++] = 0x01;
+	CHECK(mask_decode(&b, bad, len, 2, d) == -EINVAL);
+	mask_free(&a);
+	mask_free(&b);
+}
+
 int
 main(void)
 {
 	if (sodium_init() < 0)
 		return 99;
+	test_explicit();
 	test_two_processes();
 	test_density();
 	test_check();

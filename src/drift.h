@@ -1,0 +1,48 @@
+/*
+ * drift: what mode delta sends, and the residual it keeps (error
+ * feedback). The anchor is, per coordinate, the value this peer's model had
+ * right after the coordinate was last mixed with a partner: the value that
+ * partner holds too. The drift x - anchor is everything this peer has
+ * learnt there that no partner has seen yet. An exchange sends the k
+ * coordinates whose drift is largest, and what it does not send stays in
+ * the drift for the next one: nothing is lost, it waits, and a coordinate
+ * that keeps moving is sent sooner.
+ *
+ * One anchor per peer, not one copy per partner (CHOCO-SGD keeps x-hat
+ * copies of every neighbour): partners change every round under adaptive
+ * selection, and a per-partner copy would be stale or missing most of the
+ * time. The anchor needs no agreement with anyone: the partner mixes the
+ * values it receives into its own model, whatever it last saw of ours. So
+ * the memory is d floats whatever the number of partners, plus a 64 Ki
+ * float chunk and a 256 KiB histogram for the selection.
+ *
+ * Selection reads the model in chunks, twice: a histogram of |drift| by its
+ * float's top 16 bits gives the threshold bin, then the coordinates above
+ * it (and enough of the threshold bin, in order) are taken. Exactly k come
+ * out, sorted, in O(d) and without a d-sized scratch; the threshold is
+ * exact to 1/128 of its value.
+ */
+#ifndef GD_DRIFT_H
+#define GD_DRIFT_H
+
+#include <stddef.h>
+
+#include "mask.h"
+#include "model.h"
+
+struct drift;
+
+int drift_new(struct drift **out);
+void drift_free(struct drift *dr);
+/* Forget the anchor (the model was replaced: a pulled or restored one);
+ * the next selection takes the model as it is then. */
+void drift_reset(struct drift *dr);
+/* The k coordinates of m that drifted most (all of them when k >= d) into
+ * out, their current values into values (k floats). The first call (and
+ * the first after drift_reset) anchors at the model as it is. */
+int drift_select(struct drift *dr, struct model *m, size_t k, struct mask *out,
+    float *values);
+/* Coordinates of mk were mixed and now hold mixed[] on both sides. */
+void drift_mixed(struct drift *dr, const struct mask *mk, const float *mixed);
+
+#endif
