@@ -3,7 +3,8 @@
  * (3-5-3, d = 38 parameters, cpu backend), reset to the same values for
  * every input. Input: one flags byte (bit 0: this peer first starts an
  * exchange with 10.0.0.2:2; bit 1: dense mode; bit 2: fp16 values; bit 3:
- * not ready, as a joiner), then records
+ * not ready, as a joiner; bit 4: delta mode; bit 5: int8 values), then
+ * records
  *	u8 type (80 + n % 2), u8 flags (bit 0: from another peer than the
  *	partner; bit 1: patch the nonce of our REQ into bytes 8..15, so a
  *	REPLY can match), u16 length, the message, u8 milliseconds to let pass
@@ -65,8 +66,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	flags = fuzz_u8(&in);
 	if (flags & 2)
 		p.mode = GOSSIP_DENSE;
+	if (flags & 16)
+		p.mode = GOSSIP_DELTA;
 	if (flags & 4)
 		p.values = GOSSIP_FP16;
+	if (flags & 32)
+		p.values = GOSSIP_INT8;
 	if (gossip_new(&p, fuzz_model(), &ops, &g) != 0)
 		abort();
 	if (flags & 8)

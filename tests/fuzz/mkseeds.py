@@ -143,6 +143,28 @@ put("gossip", "reply", b"\x01" + grec(81, 2, reply(19)))
 put("gossip", "reply-busy", b"\x01" + grec(81, 2, reply(0, status=1)))
 
 
+def int8(count):
+    out = b""
+    for b in range(0, count, 64):
+        n = min(64, count - b)
+        out += struct.pack("<f", 0.5 / 127) + bytes([127]) * n
+    return out
+
+
+# delta: coordinates 0, 1, 5, 37 as varint gaps 0, 0, 3, 31; int8 values.
+def req_delta(gaps, values):
+    return struct.pack("<BBBBIQQQdQ", 1, 2, 2 if values == "int8" else 0, 0, 0, 77, 38,
+                       len(gaps), 0.1, 5) + bytes(gaps) + \
+        (int8(len(gaps)) if values == "int8" else struct.pack("<%df" % len(gaps),
+                                                                 *[0.5] * len(gaps)))
+
+
+put("gossip", "req-int8", b"\x00" + grec(80, 0, struct.pack(
+    "<BBBBIQQQdQ", 1, 0, 2, 0, 4, 77, 38, 19, 0.5, 5) + int8(19)))
+put("gossip", "req-delta", b"\x10" + grec(80, 0, req_delta([0, 0, 3, 31], "fp32")))
+put("gossip", "req-delta-int8", b"\x30" + grec(80, 0, req_delta([0, 0, 3, 31], "int8")))
+
+
 # pull: flags, then records u8 type, u8 flags, u16 length, message, u8 10 ms.
 def prec(typ, f, msg, dt=1):
     return struct.pack("<BBH", typ - 82, f, len(msg)) + msg + bytes([dt])
