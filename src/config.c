@@ -96,11 +96,11 @@ static const struct config_key config_keys[] = {
 	  "longest wait for members to acknowledge a leave announcement (default: 2000)" },
 	{ "mode", 0, "saps|dense|delta", CT_ENUM, OFF(mode), 0, 0, NULL, 0,
 	  "exchange a sparse random slice (saps), the whole model (dense), or the coordinates "
-	  "that moved most since they were last mixed (delta) (default: saps)" },
+	  "that moved most since they were last mixed (delta) (default: delta)" },
 	{ "values", 0, "fp32|fp16|int8", CT_ENUM, OFF(values), 0, 0, NULL, 1,
-	  "how exchanged values travel; int8 has one scale per 64 values (default: fp32)" },
+	  "how exchanged values travel; int8 has one scale per 64 values (default: int8)" },
 	{ "density", 0, "X", CT_DOUBLE, OFF(density), 1e-6, 1, NULL, 1,
-	  "saps, delta: fraction of the model one exchange mixes (default: 0.01)" },
+	  "saps, delta: fraction of the model one exchange mixes (default: 0.04)" },
 	{ "mask_block", 0, "N", CT_INT, OFF(mask_block), 1, 1 << 20, NULL, 1,
 	  "saps: consecutive coordinates per mask block (default: 64)" },
 	{ "interval", 0, "STEPS", CT_INT, OFF(interval), 1, 1000000, NULL, 1,
@@ -476,9 +476,13 @@ config_defaults(struct config *c)
 	c->lr_step_gamma = 0.1;
 	c->epochs = 15;
 	c->checkpoint_keep = 3;
-	c->mode = GOSSIP_SAPS;
-	c->values = GOSSIP_FP32;
-	c->density = 0.01;
+	/* Measured on 8 peers x 20 epochs of Fashion-MNIST, iid and
+	 * dirichlet:0.5 (gossipd(8) GOSSIP): at equal bytes delta beat saps,
+	 * int8 cost nothing against fp32, and 4% of the model per exchange
+	 * keeps the peers within ~1-2% of each other. */
+	c->mode = GOSSIP_DELTA;
+	c->values = GOSSIP_INT8;
+	c->density = 0.04;
 	c->mask_block = 64;
 	c->interval = 4;
 	c->select = SELECT_ADAPTIVE;

@@ -20,7 +20,7 @@ job() {
 	for i in 0 1 2 3; do
 		fleet_gossipd "$1$i" --listen "${addrs[i]}" --key-file "$FLEET_DIR/key" \
 			--peers "$peers" --shard "$i/4" --epochs 2 --eval-samples 2000 \
-			--mode "$1" --interval 32 --linger yes --seed 5
+			--mode "$1" --density 0.01 --interval 32 --linger yes --seed 5
 	done
 	for i in 0 1 2 3; do fleet_wait_up "$1$i" || return; done
 }

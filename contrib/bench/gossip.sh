@@ -1,10 +1,12 @@
 #!/bin/bash
 # Gossip training against all-reduce, side by side in one run on this
-# machine: 8 gossipd peers on 127.0.0.1 with iid shards in `saps` mode (1%
-# slices) and in `dense` mode (whole model, the in-binary baseline), 8
-# PyTorch DDP workers (gloo all-reduce, same MLP, batch 64 per worker, same
-# SGD and schedule shape), and the `saps` job again on label-skewed shards
-# (dirichlet:0.5) with the same budget. The systems run one after the other,
+# machine: 8 gossipd peers on 127.0.0.1 with iid shards with the daemon's
+# defaults (`delta`), in `saps` mode (DENSITY slices, fp32 values: the
+# mode gossipd had before delta) and in `dense` mode (whole model, fp32:
+# the in-binary baseline), 8 PyTorch DDP workers (gloo all-reduce, same
+# MLP, batch 64 per worker, same SGD and schedule shape), and the defaults
+# and `saps` again on label-skewed shards (dirichlet:0.5, `noniid_delta`
+# and `noniid`) with the same budget. The systems run one after the other,
 # never at once, so each has both cores.
 #
 # Measured, per system (contrib/bench/gossip_report.py does the arithmetic):
@@ -36,14 +38,25 @@
 # Environment (defaults in brackets):
 #   BUILD         directory holding src/gossipd and src/gossipctl [.]
 #   PYTHON        Python with torch and numpy [/usr/bin/python3]
-#   PEERS [8]  EPOCHS [20]  SEED [1]  DENSITY [0.01]  INTERVAL [4]
+#   PEERS [8]  EPOCHS [20]  SEED [1]  INTERVAL [4]
+#   DENSITY [0.01]  of the saps systems
 #   EVAL_EVERY [40] steps   EVAL_SAMPLES [2000]   TARGET [0.85]
 #   DDP_LR [0.05]   the DDP learning rate (gossipd's default is 0.05: the
 #                   mean of 8 gossip peers moves like DDP at that rate)
-#   SYSTEMS ["saps dense ddp noniid"]   which runs, in this order
+#   SYSTEMS ["delta saps dense ddp noniid_delta noniid"]   which runs, in
+#                 this order; besides those six, NAME:PARTITION:OPTION,OPTION,... is a gossipd
+#                 run named NAME with those options (commas become spaces),
+#                 e.g. d4:dirichlet:0.5:--mode,delta,--density,0.04
 #   RUN_LIMIT [240] seconds before a run is killed and counted as failed
 #   POLL [0.5]      seconds between status polls of the gossipd peers
 #   GOSSIPD_OPTS [] more options for every gossipd (e.g. --select random)
+#   KILL_AT []      churn in every gossipd run: SIGKILL the last peer this
+#                   many seconds after launch, or when the first peer's
+#                   state is `closing` (KILL_AT=closing); its shard then has
+#                   no final model, the survivors are what is reported
+#   JOIN_AT []      seconds after launch (or `closing`) a new peer joins
+#                   through peer 0 (--join) with the last peer's shard;
+#                   its final model counts like the others'
 # Ports: free ones, from tests/fleet.sh: consecutive ones for each gossipd
 # run, one for the DDP rendezvous (gloo's own pair sockets take ephemeral
 # ports).
@@ -66,9 +79,11 @@ eval_every=${EVAL_EVERY:-40}
 eval_samples=${EVAL_SAMPLES:-2000}
 target=${TARGET:-0.85}
 ddp_lr=${DDP_LR:-0.05}
-systems=${SYSTEMS:-saps dense ddp noniid}
+systems=${SYSTEMS:-delta saps dense ddp noniid_delta noniid}
 run_limit=${RUN_LIMIT:-240}
 extra=${GOSSIPD_OPTS:-}
+kill_at=${KILL_AT:-}
+join_at=${JOIN_AT:-}
 poll=${POLL:-0.5}
 FLEET_BUILD=$build
 . "$here/../../tests/fleet.sh"
@@ -96,11 +111,39 @@ stop_all() {
 	fleet_stop $(fleet_names)
 }
 
+# peer I JOIN EXTRA_OPTIONS...: start $name's gossipd peer I on port
+# base+I, with shard I (a joiner, I = npeers: the last one's); JOIN is
+# empty or a member to join through.
+peer() {
+	local i=$1 join=$2 shard=$1
+	shift 2
+	[ "$i" -lt "$npeers" ] || shard=$((npeers - 1))
+	mkdir -p "$dir/ckpt$i"
+	# shellcheck disable=SC2086 # GOSSIPD_OPTS is a list of words
+	fleet_gossipd "p$i" --listen "127.0.0.1:$((base + i))" --key-file "$FLEET_DIR/$name.key" \
+		${join:+--join "$join"} --peers "$list" --shard "$shard/$npeers" \
+		--job "bench-$name" --seed "$seed" --epochs "$epochs" \
+		--eval-every "$eval_every" --eval-samples "$eval_samples" \
+		--interval "$interval" \
+		--checkpoint-dir "$dir/ckpt$i" --checkpoint-every 100000000 \
+		--checkpoint-keep 1 "$@" $extra
+	echo "$i $(fleet_pid "p$i")" >>"$dir/pids"
+}
+
+# due WHEN: has the moment WHEN (seconds after t0, or `closing`) come?
+due() {
+	case $1 in
+	closing) [ "$(fleet_ctl p0 --json status 2>/dev/null | fleet_json .state 2>/dev/null)" = closing ] ;;
+	*) [ "$(echo "$(now) - $t0 >= $1" | bc)" = 1 ] ;;
+	esac
+}
+
 # launch EXTRA_OPTIONS...: run $name's gossipd peers on consecutive free
-# ports, up; t0 is when the first was started.
+# ports (one more kept for a joiner), up; t0 is when the first was started.
 launch() {
-	local base list= i=0
-	fleet_port base "$npeers"
+	local i=0
+	list=
+	fleet_port base "$((npeers + 1))"
 	while [ $i -lt "$npeers" ]; do
 		list="$list${list:+,}127.0.0.1:$((base + i))"
 		i=$((i + 1))
@@ -110,16 +153,7 @@ launch() {
 	: >"$dir/pids"
 	i=0
 	while [ $i -lt "$npeers" ]; do
-		mkdir -p "$dir/ckpt$i"
-		# shellcheck disable=SC2086 # GOSSIPD_OPTS is a list of words
-		fleet_gossipd "p$i" --listen "127.0.0.1:$((base + i))" --key-file "$FLEET_DIR/$name.key" \
-			--peers "$list" --shard "$i/$npeers" \
-			--job "bench-$name" --seed "$seed" --epochs "$epochs" \
-			--eval-every "$eval_every" --eval-samples "$eval_samples" \
-			--density "$density" --interval "$interval" \
-			--checkpoint-dir "$dir/ckpt$i" --checkpoint-every 100000000 \
-			--checkpoint-keep 1 "$@" $extra
-		echo "$i $(fleet_pid "p$i")" >>"$dir/pids"
+		peer "$i" "" "$@"
 		i=$((i + 1))
 	done
 	i=0
@@ -139,7 +173,9 @@ run_gossip() {
 	FLEET_LOGS=$dir
 	fleet_keygen "$FLEET_DIR/$name.key"
 	fleet_up launch "$@"
-	echo "{\"system\":\"$name\",\"kind\":\"gossipd\",\"t0\":$t0,\"peers\":$npeers,\"epochs\":$epochs,\"options\":\"$* $extra\"}" >"$dir/meta.json"
+	local killed= joined= polled=$npeers churn=
+	[ -n "$kill_at" ] && churn=" (SIGKILL at $kill_at)"
+	[ -n "$join_at" ] && churn="$churn (join at $join_at)"
 	# Poll every peer's status (and, as a cross-check, the bytes_sent of
 	# each process's TCP sockets) until all are gone or the limit passes.
 	: >"$dir/status.txt"
@@ -151,8 +187,19 @@ run_gossip() {
 			stop_all
 			break
 		fi
+		if [ -n "$kill_at" ] && [ -z "$killed" ] && due "$kill_at"; then
+			echo "== $name: SIGKILL p$((npeers - 1)) at $(echo "$(now) - $t0" | bc) s" >&2
+			fleet_kill KILL "p$((npeers - 1))"
+			killed=1
+		fi
+		if [ -n "$join_at" ] && [ -z "$joined" ] && due "$join_at"; then
+			echo "== $name: p$npeers joins at $(echo "$(now) - $t0" | bc) s" >&2
+			peer "$npeers" "127.0.0.1:$base" "$@"
+			joined=1
+			polled=$((npeers + 1))
+		fi
 		i=0
-		while [ $i -lt "$npeers" ]; do
+		while [ $i -lt "$polled" ]; do
 			t=$(now)
 			if st=$(fleet_ctl "p$i" --json status 2>/dev/null); then
 				echo "$t $i $st" >>"$dir/status.txt"
@@ -167,6 +214,7 @@ run_gossip() {
 		sleep "$poll"
 	done
 	fleet_reap "$dir/rc"
+	echo "{\"system\":\"$name\",\"kind\":\"gossipd\",\"t0\":$t0,\"peers\":$polled,\"epochs\":$epochs,\"options\":\"$* $extra$churn\"}" >"$dir/meta.json"
 }
 
 run_ddp() {
@@ -202,15 +250,30 @@ run_ddp() {
 	fleet_reap "$dir/rc"
 }
 
+names=
 for s in $systems; do
 	case $s in
-	saps) run_gossip saps --mode saps --partition iid ;;
-	dense) run_gossip dense --mode dense --partition iid ;;
-	noniid) run_gossip noniid --mode saps --partition dirichlet:0.5 ;;
+	delta) run_gossip delta --partition iid ;;
+	noniid_delta) run_gossip noniid_delta --partition dirichlet:0.5 ;;
+	saps) run_gossip saps --mode saps --values fp32 --density "$density" --partition iid ;;
+	dense) run_gossip dense --mode dense --values fp32 --partition iid ;;
+	noniid) run_gossip noniid --mode saps --values fp32 --density "$density" \
+		--partition dirichlet:0.5 ;;
 	ddp) run_ddp ddp ;;
+	*:*:*)
+		n=${s%%:*}
+		rest=${s#*:}
+		# a partition may hold a colon itself (dirichlet:0.5): the
+		# options are what follows the last colon
+		part=${rest%:*}
+		# shellcheck disable=SC2046 # the options are single words
+		run_gossip "$n" --partition "$part" $(echo "${rest##*:}" | tr , ' ')
+		s=$n
+		;;
 	*) echo "gossip.sh: unknown system $s" >&2; exit 2 ;;
 	esac
+	names="$names $s"
 done
 
-# shellcheck disable=SC2086 # SYSTEMS is a list of words
-"$python" "$here/gossip_report.py" --target "$target" --density "$density" --out "$out" $systems
+# shellcheck disable=SC2086 # a list of words
+"$python" "$here/gossip_report.py" --target "$target" --out "$out" $names

@@ -186,7 +186,6 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--target", type=float, default=0.85)
-    ap.add_argument("--density", type=float, default=0.01)
     ap.add_argument("systems", nargs="+")
     a = ap.parse_args()
     res = {}
@@ -281,10 +280,12 @@ def main():
         if x["kind"] == "ddp":
             label = "PyTorch DDP (gloo, %s)" % x["options"].replace("gloo ", "")
         else:
-            mode = opts[opts.index("--mode") + 1] if "--mode" in opts else "saps"
+            mode = opts[opts.index("--mode") + 1] if "--mode" in opts else "(defaults)"
+            dens = opts[opts.index("--density") + 1] if "--density" in opts else None
             label = "gossipd %s%s, %s" % (
-                mode, " %g%%" % (100 * a.density) if mode == "saps" else "", part)
-            rest = " ".join(o for o in opts if o not in ("--mode", mode, "--partition", part))
+                mode, " %g%%" % (100 * float(dens)) if dens and mode != "dense" else "", part)
+            rest = " ".join(o for o in opts if o not in ("--mode", mode, "--partition", part,
+                                                         "--density", dens))
             if rest:
                 label += ", " + rest
         t = x["t_target_mean"]
