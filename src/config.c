@@ -153,7 +153,8 @@ static const struct config_key config_keys[] = {
 	{ "lr_step_gamma", 0, "X", CT_DOUBLE, OFF(lr_step_gamma), 0, 1, NULL, 0,
 	  "step schedule: decay factor (default: 0.1)" },
 	{ "epochs", 0, "N", CT_INT, OFF(epochs), 1, 100000, NULL, 0,
-	  "epochs over the shard (default: 15)" },
+	  "passes over the job's training data: every peer takes epochs x training set /"
+	  " shard count / batch_size steps, whatever its shard's size (default: 15)" },
 	{ "max_steps", 0, "N", CT_U64, OFF(max_steps), 0, 0, NULL, 0,
 	  "stop after this many steps, 0 = no limit (default: 0)" },
 	{ "eval_every", 0, "STEPS", CT_INT, OFF(eval_every), 0, INT_MAX, NULL, 0,

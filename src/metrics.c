@@ -93,7 +93,7 @@ static const struct metric_def metric_defs[] = {
 	{ "status", "total_steps", MK_NUMBER, "gossipd_total_steps", G, NULL,
 	    "steps in the training budget (0 while unknown)" },
 	{ "status", "epoch", MK_NUMBER, "gossipd_epoch", G, NULL,
-	    "epoch over the shard the trainer is in" },
+	    "job epoch the trainer is in (passes over the job's training data, gossipd(8) --epochs)" },
 	{ "status", "lr", MK_NUMBER, "gossipd_learning_rate", G, NULL,
 	    "learning rate of the latest step" },
 	{ "status", "loss", MK_NUMBER, "gossipd_loss", G, NULL,
