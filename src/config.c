@@ -21,6 +21,7 @@
 #include <ini.h>
 
 #include "addr.h"
+#include "closing.h"
 #include "log.h"
 #include "mask.h"
 
@@ -115,6 +116,17 @@ static const struct config_key config_keys[] = {
 	  "adaptive: a link unused this long is a candidate again (default: 10)" },
 	{ "exchange_timeout", 0, "SECONDS", CT_DOUBLE, OFF(exchange_timeout), 0.01, 3600, NULL, 1,
 	  "deadline of one exchange or model-chunk pull (default: 5)" },
+	{ "close_budget", 0, "X", CT_DOUBLE, OFF(close_budget), 0, 1e6, NULL, 0,
+	  "closing phase after the training budget: send at most X model sizes exchanging"
+	  " before leaving; 0 = no closing phase (default: 8)" },
+	{ "close_distance", 0, "X", CT_DOUBLE, OFF(close_distance), 0, 100, NULL, 0,
+	  "closing phase: end once recent exchanges find partners within this relative"
+	  " distance (default: 0.01)" },
+	{ "close_density", 0, "X", CT_DOUBLE, OFF(close_density), 1e-6, 1, NULL, 0,
+	  "closing phase, saps: fraction of the model one closing exchange mixes"
+	  " (default: 0.5)" },
+	{ "close_timeout", 0, "SECONDS", CT_DOUBLE, OFF(close_timeout), 0.1, 86400, NULL, 0,
+	  "closing phase: end after this long at most (default: 60)" },
 	{ "control", 0, "PATH", CT_STR, OFF(control), 0, 0, NULL, 0,
 	  "control socket (default: /tmp/gossipd-UID/JOB.sock)" },
 	{ "metrics_listen", 0, "HOST:PORT", CT_ADDR, OFF(metrics_listen), 0, 0, NULL, 0,
@@ -479,6 +491,10 @@ config_defaults(struct config *c)
 	c->mode = GOSSIP_SAPS;
 	c->values = GOSSIP_FP32;
 	c->density = 0.01;
+	c->close_budget = CLOSING_DEFAULT_BUDGET;
+	c->close_distance = CLOSING_DEFAULT_DISTANCE;
+	c->close_density = CLOSING_DEFAULT_DENSITY;
+	c->close_timeout = CLOSING_DEFAULT_TIMEOUT;
 	c->mask_block = 64;
 	c->interval = 4;
 	c->select = SELECT_ADAPTIVE;
@@ -607,6 +623,9 @@ config_rule_mask(const struct config *c, struct errbuf *err)
 
 	if (d > 0 && mask_check(d, c->density, (size_t)c->mask_block, &why) < 0)
 		return errbuf_set(err, -EINVAL, "mask_block: %s", why.msg);
+	if (d > 0 && c->close_budget > 0 &&
+	    mask_check(d, c->close_density, (size_t)c->mask_block, &why) < 0)
+		return errbuf_set(err, -EINVAL, "close_density: %s", why.msg);
 	return 0;
 }
 

@@ -626,3 +626,9 @@ gossip_stats_json(const struct gossip *g, json_t *obj)
 	json_object_set_new(o, "far_ratio_max", json_real(g->far_ratio_max));
 	return json_object_set_new(obj, "gossip", o);
 }
+
+void
+gossip_restart_relative_distance(struct gossip *g)
+{
+	g->distance_rel = -1;
+}

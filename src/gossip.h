@@ -140,5 +140,9 @@ double gossip_consensus_distance(const struct gossip *g);
 double gossip_relative_distance(const struct gossip *g);
 /* Add "gossip": {...counters} to obj. */
 int gossip_stats_json(const struct gossip *g, json_t *obj);
+/* Forget the relative distance: the next exchange's is the first sample
+ * again. The closing phase reads each of its exchanges' own this way,
+ * undiluted by the training phase's larger ones. */
+void gossip_restart_relative_distance(struct gossip *g);
 
 #endif
