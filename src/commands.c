@@ -55,6 +55,8 @@ commands_state(struct daemon *d, const struct train_progress *p)
 {
 	if (d->leaving)
 		return p->state == TRAIN_FAILED ? "failed" : "leaving";
+	if (d->closing.active)
+		return "closing";
 	if (d->member != NULL && !member_joined(d->member))
 		return "joining";
 	if (d->attach != NULL && d->must_pull)
@@ -98,6 +100,8 @@ commands_status(struct daemon *d)
 		json_object_set_new(st, "trainer", json_string(d->attach ? "external" : "builtin"));
 		if (d->attach != NULL)
 			json_object_set_new(st, "attach", attach_status(d->attach));
+		if (d->closing.active || d->closing.ended)
+			json_object_set_new(st, "closing", closing_json(&d->closing, util_now()));
 	}
 	if (st != NULL && d->gossip != NULL) {
 		double dist = gossip_consensus_distance(d->gossip), waited;
@@ -281,6 +285,11 @@ commands_do_checkpoint(struct daemon *d, uint64_t client, json_t *req, json_t **
 	}
 	if (d->stopping || d->leaving) {
 		*reply = control_error("peer is leaving; its final checkpoint is on the way");
+		return CONTROL_REPLIED;
+	}
+	if (d->closing.active) {
+		*reply = control_error("peer is closing: its final checkpoint is written when "
+		    "the closing phase ends");
 		return CONTROL_REPLIED;
 	}
 	if (d->trainer == NULL && (d->attach == NULL || !attach_holds_model(d->attach))) {

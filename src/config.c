@@ -21,6 +21,7 @@
 #include <ini.h>
 
 #include "addr.h"
+#include "closing.h"
 #include "log.h"
 #include "mask.h"
 
@@ -116,6 +117,17 @@ static const struct config_key config_keys[] = {
 	  "adaptive: a link unused this long is a candidate again (default: 10)" },
 	{ "exchange_timeout", 0, "SECONDS", CT_DOUBLE, OFF(exchange_timeout), 0.01, 3600, NULL, 1,
 	  "deadline of one exchange or model-chunk pull (default: 5)" },
+	{ "close_budget", 0, "X", CT_DOUBLE, OFF(close_budget), 0, 1e6, NULL, 0,
+	  "closing phase after the training budget: send at most X model sizes exchanging"
+	  " before leaving; 0 = no closing phase (default: 8)" },
+	{ "close_distance", 0, "X", CT_DOUBLE, OFF(close_distance), 0, 100, NULL, 0,
+	  "closing phase: end once recent exchanges find partners within this relative"
+	  " distance (default: 0.01)" },
+	{ "close_density", 0, "X", CT_DOUBLE, OFF(close_density), 1e-6, 1, NULL, 0,
+	  "closing phase, saps: fraction of the model one closing exchange mixes"
+	  " (default: 0.5)" },
+	{ "close_timeout", 0, "SECONDS", CT_DOUBLE, OFF(close_timeout), 0.1, 86400, NULL, 0,
+	  "closing phase: end after this long at most (default: 60)" },
 	{ "control", 0, "PATH", CT_STR, OFF(control), 0, 0, NULL, 0,
 	  "control socket (default: /tmp/gossipd-UID/JOB.sock)" },
 	{ "metrics_listen", 0, "HOST:PORT", CT_ADDR, OFF(metrics_listen), 0, 0, NULL, 0,
@@ -154,7 +166,8 @@ static const struct config_key config_keys[] = {
 	{ "lr_step_gamma", 0, "X", CT_DOUBLE, OFF(lr_step_gamma), 0, 1, NULL, 0,
 	  "step schedule: decay factor (default: 0.1)" },
 	{ "epochs", 0, "N", CT_INT, OFF(epochs), 1, 100000, NULL, 0,
-	  "epochs over the shard (default: 15)" },
+	  "passes over the job's training data: every peer takes epochs x training set /"
+	  " shard count / batch_size steps, whatever its shard's size (default: 15)" },
 	{ "max_steps", 0, "N", CT_U64, OFF(max_steps), 0, 0, NULL, 0,
 	  "stop after this many steps, 0 = no limit (default: 0)" },
 	{ "eval_every", 0, "STEPS", CT_INT, OFF(eval_every), 0, INT_MAX, NULL, 0,
@@ -483,6 +496,10 @@ config_defaults(struct config *c)
 	c->mode = GOSSIP_DELTA;
 	c->values = GOSSIP_INT8;
 	c->density = 0.04;
+	c->close_budget = CLOSING_DEFAULT_BUDGET;
+	c->close_distance = CLOSING_DEFAULT_DISTANCE;
+	c->close_density = CLOSING_DEFAULT_DENSITY;
+	c->close_timeout = CLOSING_DEFAULT_TIMEOUT;
 	c->mask_block = 64;
 	c->interval = 4;
 	c->select = SELECT_ADAPTIVE;
@@ -611,6 +628,9 @@ config_rule_mask(const struct config *c, struct errbuf *err)
 
 	if (d > 0 && mask_check(d, c->density, (size_t)c->mask_block, &why) < 0)
 		return errbuf_set(err, -EINVAL, "mask_block: %s", why.msg);
+	if (d > 0 && c->close_budget > 0 &&
+	    mask_check(d, c->close_density, (size_t)c->mask_block, &why) < 0)
+		return errbuf_set(err, -EINVAL, "close_density: %s", why.msg);
 	return 0;
 }
 

@@ -56,6 +56,11 @@ struct config {
 	double bw_ratio;           /* adaptive: candidates >= max bandwidth / bw_ratio */
 	double stale_after;        /* adaptive: seconds before an unused link is retried */
 	double exchange_timeout;   /* seconds an exchange or model pull may take */
+	/* closing phase (closing.h): after the training budget */
+	double close_budget;       /* model sizes sent at most; 0: no closing phase */
+	double close_distance;     /* relative distance of recent exchanges that ends it */
+	double close_density;      /* saps: fraction of the model per closing exchange */
+	double close_timeout;      /* seconds at most */
 	/* control */
 	char *control;             /* socket path */
 	/* data */

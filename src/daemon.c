@@ -9,15 +9,18 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attach.h"
+#include "ckpt.h"
 #include "control.h"
 #include "daemon.h"
 #include "gossip.h"
 #include "httpd.h"
 #include "log.h"
 #include "member.h"
+#include "model.h"
 #include "pace.h"
 #include "service.h"
 #include "transport.h"
@@ -83,6 +86,7 @@ daemon_shutdown(struct daemon *d)
 	 * still fails its sends in flight, whose callbacks point into it. */
 	uv_close((uv_handle_t *)&d->member_timer, NULL);
 	uv_close((uv_handle_t *)&d->gossip_timer, NULL);
+	uv_close((uv_handle_t *)&d->close_timer, NULL);
 	uv_close((uv_handle_t *)&d->step_async, NULL);
 	uv_close((uv_handle_t *)&d->wake, NULL);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
@@ -100,6 +104,79 @@ daemon_maybe_exit(struct daemon *d)
 	daemon_shutdown(d);
 }
 
+void
+daemon_after_training(struct daemon *d)
+{
+	struct train_progress p;
+
+	daemon_progress(d, &p);
+	if (p.state == TRAIN_DONE && d->cfg.linger && d->member != NULL && !d->leaving) {
+		log_info("training budget spent; lingering as a member until told to leave");
+		service_status("done at step %" PRIu64 ", test accuracy %.4f; lingering as a "
+		    "member until told to leave", p.step, p.accuracy);
+	} else {
+		daemon_begin_leave(d, "training finished");
+	}
+}
+
+/* The trainer's final checkpoint was taken before closing; this one, at
+ * the same step, replaces it. Written on the loop thread: the peer is
+ * about to leave, and a partner's exchange waits one write at most. */
+static void
+daemon_closing_checkpoint(struct daemon *d)
+{
+	struct train_progress p;
+	struct ckpt_state st;
+	struct errbuf err = { "" };
+	char path[512];
+	int rc;
+
+	if (d->cfg.checkpoint_dir == NULL)
+		return;
+	daemon_progress(d, &p);
+	memset(&st, 0, sizeof(st));
+	st.spec = d->model->spec;
+	st.d = d->model->d;
+	st.step = p.step;
+	st.epoch = p.epoch;
+	st.seed = d->cfg.seed;
+	st.x = malloc(st.d * sizeof(float));
+	st.v = malloc(st.d * sizeof(float));
+	if (st.x == NULL || st.v == NULL)
+		rc = errbuf_set(&err, -ENOMEM, "out of memory for a checkpoint");
+	else if ((rc = model_snapshot(d->model, st.x, st.v)) < 0)
+		errbuf_set(&err, rc, "model snapshot failed: %s", strerror(-rc));
+	else
+		rc = ckpt_save(d->cfg.checkpoint_dir, &st, d->cfg.checkpoint_keep, path,
+		    sizeof(path), &err);
+	if (rc < 0)
+		log_error("closing: final checkpoint failed: %s", err.msg);
+	else
+		log_info("checkpoint %s (the model after closing)", path);
+	free(st.x);
+	free(st.v);
+}
+
+void
+daemon_end_closing(struct daemon *d, enum closing_reason why)
+{
+	const struct closing *c = &d->closing;
+	char dists[32] = "unmeasured";
+
+	if (!c->active || d->stopping)
+		return;
+	closing_end(&d->closing, util_now(), transport_bytes_sent(d->transport), why);
+	uv_timer_stop(&d->close_timer);
+	daemon_closing_checkpoint(d);
+	if (c->distance >= 0)
+		snprintf(dists, sizeof(dists), "%.4f", c->distance);
+	log_info("closing: done after %" PRIu64 " exchanges, %.2f MB, relative distance %s "
+	    "(reason: %s)", c->exchanges, (double)c->bytes / 1e6, dists,
+	    closing_reason_name(why));
+	if (!d->leaving)
+		daemon_after_training(d);
+}
+
 /* Leaving: announce `left` while the trainer finishes its step and writes
  * the final checkpoint; daemon_maybe_exit ends the process when both are
  * done (the announcement is bounded by leave_timeout). */
@@ -113,6 +190,7 @@ daemon_begin_leave(struct daemon *d, const char *why)
 	service_stopping(why);
 	if (d->pace != NULL)
 		pace_close(d->pace);
+	daemon_end_closing(d, CLOSING_LEAVE);
 	if (d->trainer != NULL)
 		train_request_stop(d->trainer);
 	else if (d->attach != NULL)

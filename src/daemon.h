@@ -16,6 +16,7 @@
 
 #include <uv.h>
 
+#include "closing.h"
 #include "config.h"
 #include "data.h"
 #include "proto.h"
@@ -46,6 +47,8 @@ struct daemon {
 	uv_timer_t gossip_timer;       /* exchange and pull deadlines */
 	uv_async_t step_async;         /* the trainer finished a step */
 	struct pace *pace;             /* holds the trainer back (lag); with gossip */
+	struct closing closing;        /* the closing phase, once the budget is spent */
+	uv_timer_t close_timer;        /* its next exchange, or its timeout */
 	uint64_t round_step;           /* step at which the last round began */
 	int busy_retries;              /* partners that answered BUSY this round */
 	struct member_info *info;      /* scratch for member lists */
@@ -71,7 +74,14 @@ int daemon_send(void *arg, const char *addr, uint8_t type, const void *buf, size
 void daemon_notify(void *arg);
 /* Start the trainer from start_step; a failure ends the peer. */
 void daemon_start_training(struct daemon *d, uint64_t start_step);
-/* Announce `left`, stop the trainer, exit once both are through. */
+/* The training budget is spent and the closing phase, if any, is over:
+ * linger (--linger) or leave. */
+void daemon_after_training(struct daemon *d);
+/* End the closing phase for `why`: the final checkpoint now holds the
+ * model as closing left it; then linger or leave, unless leaving already. */
+void daemon_end_closing(struct daemon *d, enum closing_reason why);
+/* Announce `left`, stop the trainer, exit once both are through; a
+ * closing phase ends at once. */
 void daemon_begin_leave(struct daemon *d, const char *why);
 /* Exit (daemon_shutdown) if leaving, trained and the leave went out. */
 void daemon_maybe_exit(struct daemon *d);

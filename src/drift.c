@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
+#include "rng.h"
+
 /* Coordinates read per model_gather: the model lock is taken per chunk,
  * so training is never held off for a whole pass. */
 #define DRIFT_CHUNK 65536
@@ -104,8 +108,9 @@ drift_threshold(const struct drift *dr, size_t k, unsigned *bin, size_t *take)
 int
 drift_select(struct drift *dr, struct model *m, size_t k, struct mask *out, float *values)
 {
-	size_t take, n = 0;
+	size_t take, left, n = 0;
 	unsigned tbin;
+	struct rng ties;
 	int rc;
 
 	if ((rc = drift_anchor(dr, m)) < 0)
@@ -122,6 +127,12 @@ drift_select(struct drift *dr, struct model *m, size_t k, struct mask *out, floa
 			dr->hist[drift_bin(dr->chunk[i], dr->anchor[off + i])]++;
 	}
 	drift_threshold(dr, k, &tbin, &take);
+	/* The threshold bin's coordinates are ties: take of them are drawn
+	 * uniformly (selection sampling: each with probability still needed /
+	 * still to come), so no part of the model is favoured when many are
+	 * equal, as every drift is 0 right after anchoring. */
+	left = dr->hist[tbin];
+	rng_init(&ties, randombytes_random(), "drift-ties", 0, 0);
 	/* Second pass: the model moved a little since the first; the bins are
 	 * re-read, so at most k are taken even if counts shifted. */
 	mask_clear(out);
@@ -129,20 +140,28 @@ drift_select(struct drift *dr, struct model *m, size_t k, struct mask *out, floa
 		struct model_range r = { off, dr->d - off < DRIFT_CHUNK ? dr->d - off : DRIFT_CHUNK };
 
 		if ((rc = model_gather(m, &r, 1, dr->chunk)) < 0)
-			return rc;
+			goto out;
 		for (size_t i = 0; i < r.len && n < k; i++) {
 			unsigned b = drift_bin(dr->chunk[i], dr->anchor[off + i]);
 
-			if (b < tbin || (b == tbin && take == 0))
+			if (b < tbin)
 				continue;
-			if (b == tbin)
+			if (b == tbin) {
+				int pick = take > 0 && rng_below(&ties, left > 0 ? left : 1) < take;
+
+				left -= left > 0;
+				if (!pick)
+					continue;
 				take--;
+			}
 			if ((rc = mask_add(out, off + i)) < 0)
-				return rc;
+				goto out;
 			values[n++] = dr->chunk[i];
 		}
 	}
-	return 0;
+out:
+	rng_clear(&ties);
+	return rc;
 }
 
 void

@@ -18,9 +18,11 @@
  *
  * Selection reads the model in chunks, twice: a histogram of |drift| by its
  * float's top 16 bits gives the threshold bin, then the coordinates above
- * it (and enough of the threshold bin, in order) are taken. Exactly k come
- * out, sorted, in O(d) and without a d-sized scratch; the threshold is
- * exact to 1/128 of its value.
+ * it are taken, and as many of the threshold bin's as fill k, drawn
+ * uniformly (ties must not favour the model's first layers). k come out
+ * (a few fewer if the model moved between the passes; never more), sorted,
+ * in O(d) and without a d-sized scratch; the threshold is exact to 1/128
+ * of its value.
  */
 #ifndef GD_DRIFT_H
 #define GD_DRIFT_H
@@ -38,7 +40,8 @@ void drift_free(struct drift *dr);
  * the next selection takes the model as it is then. */
 void drift_reset(struct drift *dr);
 /* The k coordinates of m that drifted most (all of them when k >= d) into
- * out, their current values into values (k floats). The first call (and
+ * out, their current values into values (room for k floats); out may hold
+ * fewer, even none, when the model moved between the two passes. The first call (and
  * the first after drift_reset) anchors at the model as it is. */
 int drift_select(struct drift *dr, struct model *m, size_t k, struct mask *out,
     float *values);

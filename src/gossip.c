@@ -148,8 +148,7 @@ gossip_sendable(const float *v, size_t n, enum gossip_values fmt)
 	return 1;
 }
 
-/* Bytes n values take in fmt. */
-static size_t
+size_t
 gossip_values_bytes(enum gossip_values fmt, size_t n)
 {
 	switch (fmt) {
@@ -468,6 +467,8 @@ gossip_slice(struct gossip *g, uint64_t nonce, size_t *ilen)
 	    gossip_values_bytes(g->p.values, k))) < 0 ||
 	    (rc = drift_select(g->drift, g->m, k, &sc->mask, sc->mine)) < 0)
 		return rc;
+	if (sc->mask.count == 0)
+		return -EAGAIN;
 	*ilen = mask_encode(&sc->mask, sc->wire + GOSSIP_REQ_HEADER);
 	return 0;
 }
@@ -765,4 +766,10 @@ gossip_stats_json(const struct gossip *g, json_t *obj)
 	json_object_set_new(o, "own_nonfinite", json_integer((json_int_t)g->own_nonfinite));
 	json_object_set_new(o, "far_ratio_max", json_real(g->far_ratio_max));
 	return json_object_set_new(obj, "gossip", o);
+}
+
+void
+gossip_restart_relative_distance(struct gossip *g)
+{
+	g->distance_rel = -1;
 }

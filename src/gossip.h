@@ -112,6 +112,8 @@ struct gossip;
 const char *gossip_mode_name(enum gossip_mode m);
 const char *gossip_values_name(enum gossip_values v);
 const char *gossip_refusal_name(enum gossip_refusal r);
+/* Bytes n values take on the wire in fmt. */
+size_t gossip_values_bytes(enum gossip_values fmt, size_t n);
 /* 1 when every one of n values is finite. */
 int gossip_finite(const float *v, size_t n);
 
@@ -146,5 +148,9 @@ double gossip_consensus_distance(const struct gossip *g);
 double gossip_relative_distance(const struct gossip *g);
 /* Add "gossip": {...counters} to obj. */
 int gossip_stats_json(const struct gossip *g, json_t *obj);
+/* Forget the relative distance: the next exchange's is the first sample
+ * again. The closing phase reads each of its exchanges' own this way,
+ * undiluted by the training phase's larger ones. */
+void gossip_restart_relative_distance(struct gossip *g);
 
 #endif

@@ -227,7 +227,8 @@ ctl_print_progress(json_t *o, int tty)
 {
 	double acc = ctl_num(o, "accuracy");
 	json_t *dist = json_object_get(o, "consensus_distance");
-	char accs[16], gossip[64] = "";
+	json_t *closing = json_object_get(o, "closing");
+	char accs[16], gossip[112] = "";
 
 	if (acc < 0)
 		snprintf(accs, sizeof(accs), "-");
@@ -238,6 +239,11 @@ ctl_print_progress(json_t *o, int tty)
 		snprintf(gossip, sizeof(gossip), "  peers %.0f  exch %.0f  dist %.4f  sent %.1fMB",
 		    ctl_num(o, "members"), ctl_num(o, "exchanges"), json_number_value(dist),
 		    ctl_num(o, "bytes_sent") / 1e6);
+	/* A closing peer trains no more: what it mixed since is the news. */
+	if (json_is_object(closing) && json_object_get(closing, "reason") == NULL)
+		snprintf(gossip + strlen(gossip), sizeof(gossip) - strlen(gossip),
+		    "  closing %.0f exch %.1fMB", ctl_num(closing, "exchanges"),
+		    ctl_num(closing, "bytes") / 1e6);
 	printf("%s%-8s step %6.0f/%-6.0f ep %3.0f  loss %.4f  acc %s  lr %.4f  %6.0f/s  %4.0fs%s%s",
 	    tty ? "\r" : "", json_string_value(json_object_get(o, "state")),
 	    ctl_num(o, "step"), ctl_num(o, "total_steps"), ctl_num(o, "epoch"),

@@ -87,13 +87,13 @@ struct metric_def {
 static const struct metric_def metric_defs[] = {
 	/* status */
 	{ "status", "state", MK_STATE, "gossipd_state", G, "state",
-	    "1 for the peer's current state (starting, joining, waiting, training, lingering, done, failed, leaving)" },
+	    "1 for the peer's current state (starting, joining, waiting, training, closing, lingering, done, failed, leaving)" },
 	{ "status", "step", MK_NUMBER, "gossipd_step", G, NULL,
 	    "training steps of this peer's model (a joiner starts at its donors' step)" },
 	{ "status", "total_steps", MK_NUMBER, "gossipd_total_steps", G, NULL,
 	    "steps in the training budget (0 while unknown)" },
 	{ "status", "epoch", MK_NUMBER, "gossipd_epoch", G, NULL,
-	    "epoch over the shard the trainer is in" },
+	    "job epoch the trainer is in (passes over the job's training data, gossipd(8) --epochs)" },
 	{ "status", "lr", MK_NUMBER, "gossipd_learning_rate", G, NULL,
 	    "learning rate of the latest step" },
 	{ "status", "loss", MK_NUMBER, "gossipd_loss", G, NULL,
@@ -139,6 +139,24 @@ static const struct metric_def metric_defs[] = {
 	    "1 once the shared vector holds the job's model" },
 	{ "attach", "idle_s", MK_NUMBER, "gossipd_attach_idle_seconds", G, NULL,
 	    "seconds since the attached process's latest step boundary" },
+	{ "status", "closing", MK_SKIP, NULL, NULL, NULL, NULL },
+	/* status.closing, once the closing phase began */
+	{ "closing", "exchanges", MK_NUMBER, "gossipd_closing_exchanges_total", C, NULL,
+	    "exchanges this peer started and finished in the closing phase" },
+	{ "closing", "failed", MK_NUMBER, "gossipd_closing_failed_total", C, NULL,
+	    "exchanges this peer started in the closing phase that were busy or failed" },
+	{ "closing", "bytes", MK_NUMBER, "gossipd_closing_bytes_sent_total", C, NULL,
+	    "bytes this peer sent since the closing phase began" },
+	{ "closing", "budget_bytes", MK_NUMBER, "gossipd_closing_budget_bytes", G, NULL,
+	    "bytes the closing phase may send (close_budget model sizes)" },
+	{ "closing", "started_at", MK_NUMBER, "gossipd_closing_started_timestamp_seconds", G,
+	    NULL, "Unix time at which the closing phase began" },
+	{ "closing", "seconds", MK_NUMBER, "gossipd_closing_seconds", G, NULL,
+	    "seconds the closing phase has run, or ran once ended" },
+	{ "closing", "distance", MK_NUMBER, "gossipd_closing_distance_ratio", G, NULL,
+	    "largest relative distance of the last closing exchanges; it ends the phase at close_distance (absent until measured)" },
+	{ "closing", "reason", MK_STATE, "gossipd_closing_reason", G, "reason",
+	    "1 for why the closing phase ended (distance, budget, timeout, alone, leave)" },
 	/* stats.train, stats.model */
 	{ "train", "steps", MK_NUMBER, "gossipd_train_steps_total", C, NULL,
 	    "training steps taken" },
@@ -351,8 +369,8 @@ static const struct {
 
 /* The sections whose fields are exported, in this order. */
 static const char *const sections[] = {
-	"status", "attach", "train", "model", "transport", "membership", "gossip", "select",
-	"pull", "bootstrap", "http", "peer",
+	"status", "attach", "closing", "train", "model", "transport", "membership", "gossip",
+	"select", "pull", "bootstrap", "http", "peer",
 };
 
 struct render {
@@ -379,8 +397,8 @@ metrics_section(struct render *r, const char *section)
 {
 	if (strcmp(section, "status") == 0)
 		return r->status;
-	if (strcmp(section, "attach") == 0)
-		return json_object_get(r->status, "attach");
+	if (strcmp(section, "attach") == 0 || strcmp(section, "closing") == 0)
+		return json_object_get(r->status, section);
 	return json_object_get(r->stats, section);
 }
 

@@ -2,14 +2,18 @@
  * rounds: the exchange policy and the joiner's pull (rounds.h says what
  * each does). Every entry point may start or end an exchange, so each
  * ends by re-arming the one timer for the nearest exchange or pull
- * deadline (rounds_schedule); no deadline, no timer.
+ * deadline (rounds_schedule); no deadline, no timer. The closing phase
+ * has a timer of its own (close_timer) for its next exchange and its
+ * timeout; its rules are closing.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "attach.h"
+#include "closing.h"
 #include "gossip.h"
 #include "log.h"
 #include "member.h"
@@ -18,6 +22,7 @@
 #include "pull.h"
 #include "rounds.h"
 #include "select.h"
+#include "service.h"
 #include "transport.h"
 
 /* Partners tried in one round when each answers BUSY. */
@@ -26,6 +31,8 @@
 _Static_assert(GOSSIP_REFUSE_N <= SELECT_REASONS, "select counts every gossip refusal");
 
 static void rounds_timer(uv_timer_t *h);
+static void rounds_close_timer(uv_timer_t *h);
+
 
 /* The exchanges pace waited for are over: the trainer thread wakes, an
  * external trainer's held step reply goes out. */
@@ -130,6 +137,87 @@ rounds_on_step(struct daemon *d)
 	rounds_start(d, NULL);
 }
 
+/* The closing phase: end it if a rule says so, else start its next
+ * exchange; the timer comes back after a pause when it did not start, or
+ * at the phase's timeout while it runs (its end re-arms it sooner). */
+static void
+rounds_close_next(struct daemon *d)
+{
+	double now = util_now(), at;
+	enum closing_reason why;
+	const char *partner;
+	size_t n;
+	int rc;
+
+	if (!d->closing.active || d->stopping || gossip_active(d->gossip))
+		return;
+	n = rounds_live_peers(d);
+	why = closing_check(&d->closing, now, transport_bytes_sent(d->transport), n);
+	if (why != CLOSING_NONE) {
+		daemon_end_closing(d, why);
+		return;
+	}
+	/* Every live member in turn rather than select's fastest: the phase
+	 * is to agree with all of them (closing.h). */
+	partner = d->addrs[closing_next_partner(&d->closing, n)];
+	gossip_restart_relative_distance(d->gossip);
+	rc = gossip_start(d->gossip, now, partner);
+	if (rc < 0 && rc != -EDOM)
+		select_record(d->select, partner, now, 0, 0, 0);
+	if (rc < 0)
+		closing_exchange(&d->closing, 0, -1);
+	at = gossip_active(d->gossip) ? closing_deadline(&d->closing) : now + CLOSING_PAUSE_S;
+	util_timer_at(&d->close_timer, rounds_close_timer, at, now);
+	rounds_schedule(d);
+}
+
+static void
+rounds_close_timer(uv_timer_t *h)
+{
+	rounds_close_next(h->data);
+}
+
+int
+rounds_close_begin(struct daemon *d)
+{
+	const struct config *c = &d->cfg;
+	struct closing_params cp;
+	struct timespec wall;
+
+	if (d->gossip == NULL || d->trainer == NULL || c->close_budget <= 0 || d->leaving ||
+	    d->stopping)
+		return 0;
+	/* in model sizes at the configured value format */
+	cp.budget_bytes = (uint64_t)(c->close_budget *
+	    (double)gossip_values_bytes(c->values, d->model->d));
+	cp.distance = c->close_distance;
+	cp.timeout = c->close_timeout;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	closing_begin(&d->closing, &cp, util_now(),
+	    (double)wall.tv_sec + (double)wall.tv_nsec * 1e-9, transport_bytes_sent(d->transport));
+	rounds_apply_params(d);
+	log_info("closing: exchanging back to back (density %g) until partners are within %g, "
+	    "%.2f MB are sent or %g s pass", c->mode == GOSSIP_DENSE ? 1.0 : c->close_density,
+	    c->close_distance, (double)cp.budget_bytes / 1e6, c->close_timeout);
+	service_status("closing: exchanging with the job's members before leaving");
+	rounds_close_next(d);
+	return 1;
+}
+
+/* A closing exchange ended: the next one at once, or after a pause when
+ * the partner was busy or failed. One that ends after the phase (a leave
+ * cut it short) only feeds selection. */
+static void
+rounds_close_done(struct daemon *d, double now, enum gossip_result r)
+{
+	if (!d->closing.active)
+		return;
+	closing_exchange(&d->closing, r == GOSSIP_OK,
+	    r == GOSSIP_OK ? gossip_relative_distance(d->gossip) : -1);
+	util_timer_at(&d->close_timer, rounds_close_timer,
+	    r == GOSSIP_OK ? now : now + CLOSING_PAUSE_S, now);
+}
+
 static void
 rounds_done(void *arg, const char *addr, double now, enum gossip_result r,
     size_t bytes, double seconds)
@@ -139,7 +227,11 @@ rounds_done(void *arg, const char *addr, double now, enum gossip_result r,
 	/* BUSY says nothing about the link: neither a sample nor a failure. */
 	if (r != GOSSIP_BUSY)
 		select_record(d->select, addr, now, bytes, seconds, r == GOSSIP_OK);
-	else if (d->busy_retries++ < ROUNDS_BUSY_RETRIES) {
+	if (d->closing.active || d->closing.ended) {
+		rounds_close_done(d, now, r);
+		return;
+	}
+	if (r == GOSSIP_BUSY && d->busy_retries++ < ROUNDS_BUSY_RETRIES) {
 		rounds_start(d, addr);
 		return;
 	}
@@ -231,10 +323,20 @@ rounds_timer(uv_timer_t *h)
 }
 
 static void
-rounds_params(const struct config *c, struct gossip_params *gp, struct select_params *sp)
+rounds_params(const struct daemon *d, struct gossip_params *gp, struct select_params *sp)
 {
+	const struct config *c = &d->cfg;
+
+	/* Closing mixes random slices even in mode delta: what is left is
+	 * disagreement with the others, which this peer's own drift does not
+	 * show (there is no training any more: its drift is all but zero). */
 	*gp = (struct gossip_params){ c->mode, c->values, c->density, (size_t)c->mask_block,
 	    c->seed, c->exchange_timeout };
+	if (d->closing.active) {
+		if (gp->mode == GOSSIP_DELTA)
+			gp->mode = GOSSIP_SAPS;
+		gp->density = c->close_density;
+	}
 	*sp = (struct select_params){ c->select, c->bw_ratio, c->stale_after };
 }
 
@@ -246,7 +348,7 @@ rounds_apply_params(struct daemon *d)
 
 	if (d->gossip == NULL)
 		return;
-	rounds_params(&d->cfg, &gp, &sp);
+	rounds_params(d, &gp, &sp);
 	gossip_set_params(d->gossip, &gp);
 	select_set_params(d->select, &sp);
 	pull_set_timeout(d->pull, d->cfg.exchange_timeout);
@@ -263,7 +365,7 @@ rounds_open(struct daemon *d, struct errbuf *err)
 	struct select_params sp;
 	int rc;
 
-	rounds_params(&d->cfg, &gp, &sp);
+	rounds_params(d, &gp, &sp);
 	if ((rc = gossip_new(&gp, d->model, &ops, &d->gossip)) < 0 ||
 	    (rc = select_new(&sp, &d->select)) < 0 || (rc = pace_new(&d->pace)) < 0 ||
 	    (rc = pull_new(d->model, d->cfg.exchange_timeout, d->must_pull, &pops,

@@ -5,7 +5,9 @@
  * is replaced by another (twice at most) within the same round; with
  * `lag`, the trainer waits for the round begun lag rounds ago (pace). A
  * joiner without a checkpoint pulls the model from donors before it
- * trains. The exchange itself is gossip's, the link figures select's: this
+ * trains. Once the trainer's budget is spent, the closing phase starts
+ * exchanges back to back (closing.h). The exchange itself is gossip's,
+ * the link figures select's: this
  * file is only the policy that joins them to the daemon's timers.
  */
 #ifndef GD_ROUNDS_H
@@ -32,5 +34,10 @@ void rounds_on_step(struct daemon *d);
 void rounds_peer_down(struct daemon *d, const char *addr);
 /* Membership moved: a joiner may now know enough donors. */
 void rounds_maybe_pull(struct daemon *d);
+/* The built-in trainer's budget is spent: enter the closing phase
+ * (closing.h) and return 1, or 0 when this peer has none (close_budget
+ * 0, no gossip, an external trainer, leaving). It ends in
+ * daemon_end_closing. */
+int rounds_close_begin(struct daemon *d);
 
 #endif

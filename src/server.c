@@ -71,13 +71,9 @@ server_wake(uv_async_t *h)
 			    p.step, p.elapsed, p.accuracy, p.test_loss);
 		}
 		commands_answer_checkpoints(d, &p, 1);
-		if (p.state == TRAIN_DONE && d->cfg.linger && d->member != NULL && !d->leaving) {
-			log_info("training budget spent; lingering as a member until told to leave");
-			service_status("done at step %" PRIu64 ", test accuracy %.4f; lingering as a "
-			    "member until told to leave", p.step, p.accuracy);
-		} else {
-			daemon_begin_leave(d, "training finished");
-		}
+		/* Closing ends in daemon_end_closing, which lingers or leaves. */
+		if (p.state != TRAIN_DONE || !rounds_close_begin(d))
+			daemon_after_training(d);
 	}
 	daemon_maybe_exit(d);
 }
@@ -376,11 +372,12 @@ server_init_handles(struct daemon *d)
 {
 	uv_timer_init(d->loop, &d->member_timer);
 	uv_timer_init(d->loop, &d->gossip_timer);
+	uv_timer_init(d->loop, &d->close_timer);
 	uv_async_init(d->loop, &d->wake, server_wake);
 	uv_async_init(d->loop, &d->step_async, server_step);
 	uv_signal_init(d->loop, &d->sigterm);
 	uv_signal_init(d->loop, &d->sigint);
-	d->member_timer.data = d->gossip_timer.data = d;
+	d->member_timer.data = d->gossip_timer.data = d->close_timer.data = d;
 	d->on_member_timer = server_member_timer;
 	d->wake.data = d->step_async.data = d;
 	d->sigterm.data = d->sigint.data = d;

@@ -1,15 +1,26 @@
 /*
  * train: see train.h.
  *
- * Reproducibility: the order of samples in epoch e is a shuffle of the shard
- * drawn from the stream (seed, "epoch", shard, e), and the partial batch at
- * the end of an epoch is dropped, so step s always sees the same samples.
- * A resumed run therefore continues exactly where the checkpointed one was,
- * and two runs with the same seed and thread count are bit-identical.
+ * Budget: an epoch is a pass over the *job's* training data, not over this
+ * peer's shard, so every peer of a job takes the same number of steps
+ * (train_budget). With skewed shards a peer that counted passes over its
+ * own shard finished in a tenth of the time of the largest one, left, and
+ * kept the model it had then. The epoch that status, checkpoints and the
+ * lr schedule see is this job epoch.
+ *
+ * Reproducibility: the order of samples in pass p over the shard (a small
+ * shard is passed over more often than a job epoch, a large one less) is
+ * a shuffle of the shard drawn from the stream (seed, "epoch", shard, p),
+ * and the partial batch at the end of a pass is dropped, so step s always
+ * sees the same samples. A resumed run therefore continues exactly where
+ * the checkpointed one was, and two runs with the same seed and thread
+ * count are bit-identical. With iid shards a pass and a job epoch are the
+ * same length, and the order is the one counted in shard passes before.
  */
 #include "train.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <sys/resource.h>
@@ -35,12 +46,11 @@ struct trainer {
 	struct model *m;
 	const struct data_set *train, *test;
 	size_t *idx, n;           /* this peer's shard (owned copy) */
-	size_t *order;            /* shard order of the current epoch */
+	size_t *order;            /* shard order of the current pass */
 	float *xb;                /* one batch, gathered */
 	uint8_t *yb;
 	uint64_t start_step;
-	uint64_t steps_per_epoch;
-	uint64_t total_steps;
+	struct train_budget b;
 	struct train_hooks hooks;
 
 	pthread_t thread;
@@ -76,16 +86,38 @@ train_lr_at(const struct config *cfg, uint64_t s, uint64_t steps_per_epoch, uint
 }
 
 int
+train_budget(const struct config *cfg, size_t train_n, size_t shard_n,
+    struct train_budget *b, struct errbuf *err)
+{
+	uint64_t bs = (uint64_t)cfg->batch_size, shards = cfg->shard_count ? cfg->shard_count : 1;
+
+	if (shard_n < bs)
+		return errbuf_set(err, -EINVAL,
+		    "batch_size: %" PRIu64 " exceeds the %zu samples of this peer's shard", bs,
+		    shard_n);
+	b->job_steps_per_epoch = (uint64_t)train_n / shards / bs;
+	if (b->job_steps_per_epoch == 0)
+		return errbuf_set(err, -EINVAL, "batch_size: %" PRIu64 " exceeds the %zu "
+		    "samples of the training set over %" PRIu64 " shards", bs, train_n, shards);
+	b->shard_steps_per_pass = (uint64_t)shard_n / bs;
+	b->total_steps = (uint64_t)cfg->epochs * b->job_steps_per_epoch;
+	if (cfg->max_steps > 0 && cfg->max_steps < b->total_steps)
+		b->total_steps = cfg->max_steps;
+	return 0;
+}
+
+int
 train_new(const struct config *cfg, struct model *m, const struct data_set *train,
     const size_t *idx, size_t n, const struct data_set *test, uint64_t start_step,
     const struct train_hooks *hooks, struct trainer **out, struct errbuf *err)
 {
 	size_t bs = (size_t)cfg->batch_size;
+	struct train_budget b;
 	struct trainer *t;
+	int rc;
 
-	if (n < bs)
-		return errbuf_set(err, -EINVAL,
-		    "batch_size: %zu exceeds the %zu samples of this peer's shard", bs, n);
+	if ((rc = train_budget(cfg, train->n, n, &b, err)) < 0)
+		return rc;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return errbuf_set(err, -ENOMEM, "out of memory");
@@ -104,16 +136,13 @@ train_new(const struct config *cfg, struct model *m, const struct data_set *trai
 		return errbuf_set(err, -ENOMEM, "out of memory for the trainer's buffers");
 	}
 	memcpy(t->idx, idx, n * sizeof(*idx));
-	t->steps_per_epoch = n / bs;
-	t->total_steps = (uint64_t)cfg->epochs * t->steps_per_epoch;
-	if (cfg->max_steps > 0 && cfg->max_steps < t->total_steps)
-		t->total_steps = cfg->max_steps;
+	t->b = b;
 	t->start_step = start_step;
 	t->hooks = *hooks;
 	t->prog.state = TRAIN_TRAINING;
 	t->prog.step = start_step;
-	t->prog.total_steps = t->total_steps;
-	t->prog.epoch = (uint32_t)(start_step / t->steps_per_epoch);
+	t->prog.total_steps = b.total_steps;
+	t->prog.epoch = (uint32_t)(start_step / b.job_steps_per_epoch);
 	t->prog.test_loss = -1;
 	t->prog.accuracy = -1;
 	*out = t;
@@ -131,13 +160,15 @@ train_publish(struct trainer *t, void (*update)(struct train_progress *, const v
 		t->hooks.notify(t->hooks.arg);
 }
 
+/* The stream keeps its name "epoch": with iid shards a pass is an epoch,
+ * and the orders stay those of the runs made before epochs were the job's. */
 static void
-train_shuffle_epoch(struct trainer *t, uint64_t epoch)
+train_shuffle_pass(struct trainer *t, uint64_t pass)
 {
 	struct rng r;
 
 	memcpy(t->order, t->idx, t->n * sizeof(*t->order));
-	rng_init(&r, t->cfg->seed, "epoch", t->cfg->shard_index, epoch);
+	rng_init(&r, t->cfg->seed, "epoch", t->cfg->shard_index, pass);
 	rng_shuffle(&r, t->order, t->n);
 	rng_clear(&r);
 }
@@ -184,7 +215,7 @@ train_evaluate(struct trainer *t, uint64_t step, int full)
 	if (e.rc < 0)
 		return e.rc;
 	log_info("step %llu epoch %llu: test loss %.4f accuracy %.4f",
-	    (unsigned long long)step, (unsigned long long)(step / t->steps_per_epoch),
+	    (unsigned long long)step, (unsigned long long)(step / t->b.job_steps_per_epoch),
 	    e.loss, e.accuracy);
 	train_publish(t, train_set_eval, &e);
 	return 0;
@@ -224,7 +255,7 @@ train_checkpoint(struct trainer *t, uint64_t step, uint64_t ticket)
 	st.spec = t->m->spec;
 	st.d = t->m->d;
 	st.step = step;
-	st.epoch = (uint32_t)(step / t->steps_per_epoch);
+	st.epoch = (uint32_t)(step / t->b.job_steps_per_epoch);
 	st.seed = t->cfg->seed;
 	st.x = malloc(st.d * sizeof(float));
 	st.v = malloc(st.d * sizeof(float));
@@ -308,7 +339,8 @@ train_main(void *arg)
 	struct trainer *t = arg;
 	const struct config *cfg = t->cfg;
 	struct sgd_hparams h = { 0, (float)cfg->momentum, (float)cfg->weight_decay };
-	uint64_t step = t->start_step, shuffled_epoch = UINT64_MAX, ckpt_ticket_done = 0;
+	const struct train_budget *b = &t->b;
+	uint64_t step = t->start_step, shuffled_pass = UINT64_MAX, ckpt_ticket_done = 0;
 	uint64_t window_step = step, last_ckpt = UINT64_MAX;
 	double t0 = util_now(), window_t = t0, last_notify = 0, sps = 0;
 	enum train_state st;
@@ -316,25 +348,25 @@ train_main(void *arg)
 
 	train_lower_priority(cfg);
 	/* Show at once what a resumed or pulled model is worth. */
-	if (step > 0 && step < t->total_steps) {
+	if (step > 0 && step < b->total_steps) {
 		if ((rc = train_evaluate(t, step, 0)) < 0) {
 			train_fail(t, "evaluation", rc);
 			return NULL;
 		}
 	}
-	while (step < t->total_steps && !atomic_load(&t->stop)) {
-		uint64_t epoch = step / t->steps_per_epoch, pos = step % t->steps_per_epoch;
+	while (step < b->total_steps && !atomic_load(&t->stop)) {
+		uint64_t pass = step / b->shard_steps_per_pass, pos = step % b->shard_steps_per_pass;
 		uint64_t ticket = atomic_load(&t->ckpt_requested);
 		struct train_step_result sr;
 		float loss;
 		double now;
 
-		if (epoch != shuffled_epoch) {
-			train_shuffle_epoch(t, epoch);
-			shuffled_epoch = epoch;
+		if (pass != shuffled_pass) {
+			train_shuffle_pass(t, pass);
+			shuffled_pass = pass;
 		}
 		train_gather_batch(t, pos);
-		h.lr = (float)train_lr_at(cfg, step, t->steps_per_epoch, t->total_steps);
+		h.lr = (float)train_lr_at(cfg, step, b->job_steps_per_epoch, b->total_steps);
 		rc = model_train_step(t->m, t->xb, t->yb, cfg->batch_size, &h, &loss);
 		if (rc < 0) {
 			train_fail(t, "training step", rc);
@@ -353,7 +385,7 @@ train_main(void *arg)
 		} else if (sps == 0 && now > t0) {
 			sps = (double)(step - t->start_step) * cfg->batch_size / (now - t0);
 		}
-		sr = (struct train_step_result){ step, step / t->steps_per_epoch, h.lr, loss,
+		sr = (struct train_step_result){ step, step / b->job_steps_per_epoch, h.lr, loss,
 		    sps, now - t0, first };
 		first = 0;
 		pthread_mutex_lock(&t->mu);
@@ -367,7 +399,7 @@ train_main(void *arg)
 		}
 
 		if ((cfg->eval_every > 0 && step % (uint64_t)cfg->eval_every == 0) ||
-		    (cfg->eval_every == 0 && step % t->steps_per_epoch == 0)) {
+		    (cfg->eval_every == 0 && step % b->job_steps_per_epoch == 0)) {
 			if ((rc = train_evaluate(t, step, 0)) < 0) {
 				train_fail(t, "evaluation", rc);
 				return NULL;
@@ -376,7 +408,7 @@ train_main(void *arg)
 		if (ticket > ckpt_ticket_done ||
 		    (cfg->checkpoint_dir != NULL &&
 		    ((cfg->checkpoint_every > 0 && step % (uint64_t)cfg->checkpoint_every == 0) ||
-		    (cfg->checkpoint_every == 0 && step % t->steps_per_epoch == 0)))) {
+		    (cfg->checkpoint_every == 0 && step % b->job_steps_per_epoch == 0)))) {
 			train_checkpoint(t, step, ticket);
 			ckpt_ticket_done = ticket;
 			last_ckpt = step;

@@ -1,6 +1,7 @@
 /*
- * train: the trainer thread. It owns the pass over this peer's shard (the
- * per-epoch shuffle, batching, learning-rate schedule, periodic test-set
+ * train: the trainer thread. It owns the step budget (the same for every
+ * peer of a job: train_budget), the passes over this peer's shard (the
+ * per-pass shuffle, batching), the learning-rate schedule, periodic test-set
  * evaluation and checkpoints) and runs SGD steps back to back. It never
  * touches the network or the event loop: it publishes progress under a
  * mutex and pokes the loop through the notify callback (uv_async_send in
@@ -24,7 +25,7 @@ struct train_progress {
 	enum train_state state;
 	uint64_t step;            /* optimizer steps taken (resumed ones included) */
 	uint64_t total_steps;
-	uint32_t epoch;           /* current epoch, 0-based */
+	uint32_t epoch;           /* current job epoch (train_budget), 0-based */
 	double lr;
 	double loss;              /* running mean of recent training losses */
 	double test_loss;         /* last evaluation; < 0 before the first one */
@@ -39,6 +40,21 @@ struct train_progress {
 };
 
 struct trainer;
+
+/* How many steps a peer takes. An epoch is a pass over the job's training
+ * data, so every peer takes total_steps = epochs x job_steps_per_epoch
+ * (capped by max_steps), whatever the size of its shard. */
+struct train_budget {
+	uint64_t job_steps_per_epoch;   /* floor(training set / shards / batch) */
+	uint64_t shard_steps_per_pass;  /* full batches in one pass over the shard */
+	uint64_t total_steps;
+};
+
+/* The budget of a peer whose shard holds shard_n of the training set's
+ * train_n samples (cfg gives the shard count, batch, epochs, max_steps);
+ * -EINVAL when a batch does not fit. */
+int train_budget(const struct config *cfg, size_t train_n, size_t shard_n,
+    struct train_budget *b, struct errbuf *err);
 
 /* Calls from the trainer thread to its owner; each must be thread-safe
  * (the daemon's do uv_async_send). step may block, outside every lock of

@@ -92,6 +92,8 @@ main(void)
 	CHECKF(c.batch_size == 64 && c.epochs == 15 && c.threads == 1, "bad defaults");
 	CHECKF(strcmp(c.device, "cpu") == 0 && c.shard_count == 1, "bad defaults");
 	CHECKF(c.model.nlayers == 3 && c.model.sizes[1] == 256, "default model");
+	CHECKF(c.close_budget == 8 && c.close_distance == 0.01 && c.close_density == 0.5 &&
+	    c.close_timeout == 60, "closing phase defaults");
 	CHECKF(c.control != NULL && strstr(c.control, "default.sock") != NULL,
 	    "default control path %s", c.control ? c.control : "(null)");
 	config_free(&c);
@@ -149,6 +151,14 @@ main(void)
 		{ "lr", { "--lr", "-1" } },
 		{ "lr", { "--lr", "nan" } },
 		{ "momentum", { "--momentum", "1.5" } },
+		{ "close_budget", { "--close-budget", "-1" } },
+		{ "close_budget", { "--close-budget", "2e6" } },
+		{ "close_budget", { "--close-budget", "lots" } },
+		{ "close_distance", { "--close-distance", "-0.01" } },
+		{ "close_density", { "--close-density", "0" } },
+		{ "close_density", { "--close-density", "1.5" } },
+		{ "close_timeout", { "--close-timeout", "0" } },
+		{ "close_timeout", { "--close-timeout", "1e9" } },
 		{ "shard", { "--shard", "4/4" } },
 		{ "shard", { "--shard", "1" } },
 		{ "partition", { "--partition", "dirichlet:-2" } },
@@ -178,6 +188,8 @@ main(void)
 		{ "probe_timeout", { "--probe-timeout", "500" } },
 		{ "probe_timeout", { "--probe-interval", "100" } },
 		{ "density 0.9 and mask_block", { "--density", "0.9", "--mask-block", "117574" } },
+		{ "close_density: density 0.9 and mask_block", { "--close-density", "0.9",
+		    "--mask-block", "117574" } },
 		{ "mask_block", { "--model", "784-10", "--density", "0.9", "--mask-block",
 		    "4000" } },
 		/* peers: parsed at load, each address by the same rule. */
@@ -190,6 +202,11 @@ main(void)
 		{ "peers: needs listen", { "--peers", "127.0.0.1:7001" } },
 	};
 	expect_bad_rows(bad_flags, GD_ARRAY_SIZE(bad_flags));
+	/* Without a closing phase its density is not checked against the mask. */
+	rc = load(&c, &err, (const char *[]){ "--close-budget", "0", "--close-density", "0.9",
+	    "--mask-block", "117574", NULL });
+	CHECKF(rc == 0 && c.close_budget == 0, "close_budget 0: %s", err.msg);
+	config_free(&c);
 	rc = load(&c, &err, (const char *[]){ "--listen", "[::1]:7000", "--key-file", "k",
 	    "--join", "localhost:7001", NULL });
 	CHECKF(rc == 0, "IPv6 listen refused: %s", err.msg);

@@ -1,7 +1,10 @@
 /*
- * Unit test of the trainer's learning-rate schedule: linear warm-up, then
- * cosine down to zero at the last step, or steps of gamma, or constant.
+ * Unit test of the trainer's learning-rate schedule (linear warm-up, then
+ * cosine down to zero at the last step, or steps of gamma, or constant)
+ * and of its step budget: the same for every shard of a job, and with iid
+ * shards the one a pass over the shard gave before epochs were the job's.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -19,6 +22,60 @@ load(struct config *c, const char *sched)
 	struct errbuf err;
 
 	return config_load(c, 11, argv, &err);
+}
+
+static int
+load_shards(struct config *c, const char *shard, const char *max_steps)
+{
+	char *argv[] = { (char *)"gossipd", (char *)"--shard", (char *)shard,
+	    (char *)"--epochs", (char *)"3", (char *)"--batch-size", (char *)"64",
+	    (char *)"--max-steps", (char *)max_steps, NULL };
+	struct errbuf err;
+
+	return config_load(c, 9, argv, &err);
+}
+
+/* Fashion-MNIST's 60000 training samples. */
+#define TRAIN_N 60000
+
+static void
+test_budget(void)
+{
+	struct train_budget small, large, b;
+	struct errbuf err;
+	struct config c;
+	char shard[32];
+
+	CHECK(load_shards(&c, "0/4", "0") == 0);
+	/* Skewed shards: 500 and 30000 of the 60000 samples. */
+	CHECK(train_budget(&c, TRAIN_N, 500, &small, &err) == 0);
+	CHECK(train_budget(&c, TRAIN_N, 30000, &large, &err) == 0);
+	CHECKF(small.total_steps == large.total_steps, "small shard %llu steps, large %llu",
+	    (unsigned long long)small.total_steps, (unsigned long long)large.total_steps);
+	CHECK(small.total_steps == 3 * (TRAIN_N / 4 / 64));
+	CHECK(small.job_steps_per_epoch == TRAIN_N / 4 / 64);
+	CHECK(small.shard_steps_per_pass == 500 / 64);
+	CHECK(large.shard_steps_per_pass == 30000 / 64);
+	CHECK(train_budget(&c, TRAIN_N, 63, &b, &err) == -EINVAL);
+	config_free(&c);
+
+	CHECK(load_shards(&c, "1/4", "100") == 0);
+	CHECK(train_budget(&c, TRAIN_N, 500, &b, &err) == 0 && b.total_steps == 100);
+	config_free(&c);
+
+	/* iid shards hold n / N samples, the first n % N one more: each
+	 * gets the steps that epochs passes over its full batches gave. */
+	for (unsigned n = 1; n <= 64; n++) {
+		size_t lo = TRAIN_N / n, hi = lo + (TRAIN_N % n != 0);
+
+		snprintf(shard, sizeof(shard), "0/%u", n);
+		CHECK(load_shards(&c, shard, "0") == 0);
+		CHECK(train_budget(&c, TRAIN_N, lo, &b, &err) == 0);
+		CHECKF(b.total_steps == 3 * (lo / 64), "%u iid shards of %zu", n, lo);
+		CHECK(train_budget(&c, TRAIN_N, hi, &b, &err) == 0);
+		CHECKF(b.total_steps == 3 * (hi / 64), "%u iid shards of %zu", n, hi);
+		config_free(&c);
+	}
 }
 
 int
@@ -51,5 +108,6 @@ main(void)
 	CHECK(load(&c, "constant") == 0);
 	CHECKF(fabs(train_lr_at(&c, 900, spe, total) - 0.1) < 1e-12, "constant");
 	config_free(&c);
+	test_budget();
 	return check_exit("test_train");
 }
