@@ -36,14 +36,16 @@ closing_begin(struct closing *c, const struct closing_params *p, double now, dou
 }
 
 void
-closing_exchange(struct closing *c, int ok, double relative_distance)
+closing_exchange(struct closing *c, int ok, double relative_distance, int training)
 {
 	if (!ok) {
 		c->failed++;
 		return;
 	}
 	c->exchanges++;
-	if (relative_distance >= 0)
+	if (training)
+		c->recent[c->measured++ % CLOSING_WINDOW] = INFINITY;
+	else if (relative_distance >= 0)
 		c->recent[c->measured++ % CLOSING_WINDOW] = relative_distance;
 }
 
@@ -112,7 +114,8 @@ closing_json(const struct closing *c, double now)
 	    "bytes", (json_int_t)c->bytes, "budget_bytes", (json_int_t)c->p.budget_bytes,
 	    "started_at", c->started_wall,
 	    "seconds", (c->active ? now : c->ended_at) - c->started,
-	    "distance", c->distance < 0 ? json_null() : json_real(c->distance));
+	    "distance", c->distance < 0 || isinf(c->distance) ? json_null() :
+	    json_real(c->distance));
 	if (o != NULL && c->ended)
 		json_object_set_new(o, "reason", json_string(closing_reason_name(c->reason)));
 	return o;

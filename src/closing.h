@@ -45,6 +45,12 @@
 /* Pause after a BUSY or failed exchange, or with no partner to pick, so
  * that a phase among busy or dead partners never spins. */
 #define CLOSING_PAUSE_S 0.02
+/* Pause after an exchange with a partner that is still training (its step
+ * below this peer's final one): peers end their budgets seconds apart on a
+ * busy machine, and back to back an early one would spend its whole
+ * budget on partners that are still moving, then leave before they end.
+ * At this pace the default budget lasts a few seconds of their training. */
+#define CLOSING_TRAINING_PAUSE_S 0.2
 
 enum closing_reason {
 	CLOSING_DISTANCE,  /* recent exchanges within close_distance */
@@ -83,8 +89,10 @@ const char *closing_reason_name(enum closing_reason r);
 void closing_begin(struct closing *c, const struct closing_params *p, double now,
     double wall, uint64_t bytes_sent);
 /* An exchange this peer started ended: ok, and its relative distance
- * (< 0: not measured). */
-void closing_exchange(struct closing *c, int ok, double relative_distance);
+ * (< 0: not measured); training: the partner is still training, so
+ * however close it is now it is no sign of agreement, and the distance
+ * rule waits until the window has passed it. */
+void closing_exchange(struct closing *c, int ok, double relative_distance, int training);
 /* The recent relative distance with live_peers partners alive (see
  * CLOSING_SAMPLES); < 0 until enough were measured. */
 double closing_distance(const struct closing *c, size_t live_peers);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,14 +162,16 @@ void
 daemon_end_closing(struct daemon *d, enum closing_reason why)
 {
 	const struct closing *c = &d->closing;
-	char dists[32] = "unmeasured";
+	char dists[48] = "unmeasured";
 
 	if (!c->active || d->stopping)
 		return;
 	closing_end(&d->closing, util_now(), transport_bytes_sent(d->transport), why);
 	uv_timer_stop(&d->close_timer);
 	daemon_closing_checkpoint(d);
-	if (c->distance >= 0)
+	if (isinf(c->distance))
+		snprintf(dists, sizeof(dists), "unknown (a partner was still training)");
+	else if (c->distance >= 0)
 		snprintf(dists, sizeof(dists), "%.4f", c->distance);
 	log_info("closing: done after %" PRIu64 " exchanges, %.2f MB, relative distance %s "
 	    "(reason: %s)", c->exchanges, (double)c->bytes / 1e6, dists,

@@ -71,6 +71,7 @@ struct gossip {
 	struct drift *drift;          /* mode delta's anchor (drift.h) */
 
 	double distance, distance_rel;
+	uint64_t partner_step;    /* the step of the latest OK REPLY */
 	uint64_t initiated, ok, busy_in, failed, timeouts, served, busy_out, refused;
 	uint64_t bad_mask;	/* requests whose mask parameters cannot build */
 	uint64_t malformed;
@@ -704,6 +705,7 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 	}
 	gossip_note_distance(g, rms, own_rms);
 	gossip_note_mixed(g, &g->own);
+	g->partner_step = wire_get_u64(buf + 24);
 	g->ok++;
 	gossip_finish(g, now, GOSSIP_OK, g->req_bytes + len);
 }
@@ -766,6 +768,12 @@ gossip_stats_json(const struct gossip *g, json_t *obj)
 	json_object_set_new(o, "own_nonfinite", json_integer((json_int_t)g->own_nonfinite));
 	json_object_set_new(o, "far_ratio_max", json_real(g->far_ratio_max));
 	return json_object_set_new(obj, "gossip", o);
+}
+
+uint64_t
+gossip_partner_step(const struct gossip *g)
+{
+	return g->partner_step;
 }
 
 void

@@ -148,6 +148,9 @@ double gossip_consensus_distance(const struct gossip *g);
 double gossip_relative_distance(const struct gossip *g);
 /* Add "gossip": {...counters} to obj. */
 int gossip_stats_json(const struct gossip *g, json_t *obj);
+/* The step the partner of the latest exchange this peer started and
+ * finished said it was at. */
+uint64_t gossip_partner_step(const struct gossip *g);
 /* Forget the relative distance: the next exchange's is the first sample
  * again. The closing phase reads each of its exchanges' own this way,
  * undiluted by the training phase's larger ones. */

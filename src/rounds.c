@@ -165,7 +165,7 @@ rounds_close_next(struct daemon *d)
 	if (rc < 0 && rc != -EDOM)
 		select_record(d->select, partner, now, 0, 0, 0);
 	if (rc < 0)
-		closing_exchange(&d->closing, 0, -1);
+		closing_exchange(&d->closing, 0, -1, 0);
 	at = gossip_active(d->gossip) ? closing_deadline(&d->closing) : now + CLOSING_PAUSE_S;
 	util_timer_at(&d->close_timer, rounds_close_timer, at, now);
 	rounds_schedule(d);
@@ -210,12 +210,15 @@ rounds_close_begin(struct daemon *d)
 static void
 rounds_close_done(struct daemon *d, double now, enum gossip_result r)
 {
+	int training;
+
 	if (!d->closing.active)
 		return;
+	training = r == GOSSIP_OK && gossip_partner_step(d->gossip) < rounds_step_now(d);
 	closing_exchange(&d->closing, r == GOSSIP_OK,
-	    r == GOSSIP_OK ? gossip_relative_distance(d->gossip) : -1);
-	util_timer_at(&d->close_timer, rounds_close_timer,
-	    r == GOSSIP_OK ? now : now + CLOSING_PAUSE_S, now);
+	    r == GOSSIP_OK ? gossip_relative_distance(d->gossip) : -1, training);
+	util_timer_at(&d->close_timer, rounds_close_timer, now + (r != GOSSIP_OK ?
+	    CLOSING_PAUSE_S : training ? CLOSING_TRAINING_PAUSE_S : 0), now);
 }
 
 static void

@@ -28,23 +28,39 @@ main(void)
 
 	/* Three close samples are too few to trust. */
 	for (int i = 0; i < 3; i++)
-		closing_exchange(&c, 1, 0.001);
+		closing_exchange(&c, 1, 0.001, 0);
 	CHECK(closing_check(&c, 101, 5000, 3) == CLOSING_NONE);
-	closing_exchange(&c, 0, -1);
+	closing_exchange(&c, 0, -1, 0);
 	CHECK(c.failed == 1 && c.exchanges == 3);
-	closing_exchange(&c, 1, 0.005);
+	closing_exchange(&c, 1, 0.005, 0);
 	CHECK(closing_check(&c, 101, 5000, 3) == CLOSING_DISTANCE);
 	/* Distance comes first when the budget is spent too. */
 	CHECK(closing_check(&c, 101, 9000, 3) == CLOSING_DISTANCE);
 
 	/* With 6 live partners the last 6 count: a far one among them holds. */
 	closing_begin(&c, &params, 100, 1.7e9, 0);
-	closing_exchange(&c, 1, 0.5);
+	closing_exchange(&c, 1, 0.5, 0);
 	for (int i = 0; i < 5; i++)
-		closing_exchange(&c, 1, 0.001);
+		closing_exchange(&c, 1, 0.001, 0);
 	CHECK(closing_check(&c, 101, 0, 6) == CLOSING_NONE);
 	CHECK(c.distance == 0.5);
 	CHECK(closing_check(&c, 101, 0, 4) == CLOSING_DISTANCE);
+
+	/* A close partner that is still training is no agreement: the rule
+	 * waits until the window has passed it, and status shows no number. */
+	closing_begin(&c, &params, 100, 1.7e9, 0);
+	for (int i = 0; i < 3; i++)
+		closing_exchange(&c, 1, 0.001, 0);
+	closing_exchange(&c, 1, 0.001, 1);
+	CHECK(closing_check(&c, 101, 0, 3) == CLOSING_NONE);
+	o = closing_json(&c, 101);
+	CHECK(o != NULL && json_is_null(json_object_get(o, "distance")));
+	json_decref(o);
+	for (int i = 0; i < 3; i++)
+		closing_exchange(&c, 1, 0.001, 0);
+	CHECK(closing_check(&c, 101, 0, 3) == CLOSING_NONE);
+	closing_exchange(&c, 1, 0.001, 0);
+	CHECK(closing_check(&c, 101, 0, 3) == CLOSING_DISTANCE);
 
 	/* Partners in turn. */
 	CHECK(closing_next_partner(&c, 3) == 0 && closing_next_partner(&c, 3) == 1 &&
