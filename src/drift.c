@@ -164,12 +164,18 @@ out:
 	return rc;
 }
 
+int
+drift_anchored(const struct drift *dr)
+{
+	return dr != NULL && dr->anchor != NULL;
+}
+
 void
 drift_mixed(struct drift *dr, const struct mask *mk, const float *mixed)
 {
 	size_t n = 0;
 
-	if (dr == NULL || dr->anchor == NULL)
+	if (!drift_anchored(dr))
 		return;
 	for (size_t i = 0; i < mk->n; i++) {
 		if (mk->r[i].off + mk->r[i].len > dr->d)

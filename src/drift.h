@@ -45,6 +45,9 @@ void drift_reset(struct drift *dr);
  * the first after drift_reset) anchors at the model as it is. */
 int drift_select(struct drift *dr, struct model *m, size_t k, struct mask *out,
     float *values);
+/* 1 when there is an anchor to move (a selection was made since the
+ * start or the last drift_reset). */
+int drift_anchored(const struct drift *dr);
 /* Coordinates of mk were mixed and now hold mixed[] on both sides. */
 void drift_mixed(struct drift *dr, const struct mask *mk, const float *mixed);
 

@@ -354,6 +354,8 @@ gossip_values_get(float *v, const uint8_t *in, size_t n, enum gossip_values fmt)
 static void
 gossip_note_mixed(struct gossip *g, struct gossip_scratch *sc)
 {
+	if (!drift_anchored(g->drift))
+		return;
 	for (size_t i = 0; i < sc->mask.count; i++)
 		sc->theirs[i] = 0.5f * (sc->mine[i] + sc->theirs[i]);
 	drift_mixed(g->drift, &sc->mask, sc->theirs);

@@ -566,12 +566,17 @@ test_delta(void)
 	CHECKF(n == 3 && got[0] == 17 && got[1] == 600 && got[2] == 1029,
 	    "second pick %zu: %zu %zu %zu", n, got[0], got[1], got[2]);
 
-	/* a mask past d, and one byte short: dropped as malformed */
+	/* a mask past d, and one byte short: dropped as malformed (coordinates
+	 * 1, 2, 3 drifted most: the mask is the three bytes 1, 0, 0) */
 	b0 = snap(peers[1].m);
 	for (int t = 0; t < 2; t++) {
+		static const size_t low[] = { 1, 2, 3 };
+		static const float lowd[] = { 5, 5, 5 };
 		json_t *st = json_object();
 
+		nudge(peers[0].m, low, lowd, 3);
 		CHECK(gossip_start(peers[0].g, 1.0, peers[1].addr) == 0);
+		CHECK(nq == 1 && memcmp(queue[0].buf + 48, "\x01\x00\x00", 3) == 0);
 		CHECK(nq == 1);
 		req = queue[0].buf;
 		rlen = queue[0].len;
