@@ -553,10 +553,14 @@ test_delta(void)
 	float *b0, *b1;
 	size_t rlen;
 
-	setup(GOSSIP_DELTA, GOSSIP_FP32, 3.0 / 1030, "40-20-10", "40-20-10");
+	setup(GOSSIP_DELTA, GOSSIP_FP32, 0.5, "40-20-10", "40-20-10");
 	CHECK(peers[0].m->d == 1030);
-	/* the first exchange anchors peer 0 at its model */
-	CHECK(exchanged(got, 8) == 3);
+	/* The first exchange anchors peer 0 at its model, where every drift
+	 * is 0: half the model, drawn at random (three random coordinates
+	 * could be small enough for the partner's to look far). */
+	CHECK(exchanged(got, 8) == 8);
+	gossip_set_params(peers[0].g, &(struct gossip_params){ GOSSIP_DELTA, GOSSIP_FP32,
+	    3.0 / 1030, 4, 99, 2.0 });
 	nudge(peers[0].m, big, bigd, 3);
 	nudge(peers[0].m, mid, midd, 3);
 	n = exchanged(got, 8);
