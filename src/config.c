@@ -124,8 +124,8 @@ static const struct config_key config_keys[] = {
 	  "closing phase: end once recent exchanges find partners within this relative"
 	  " distance (default: 0.01)" },
 	{ "close_density", 0, "X", CT_DOUBLE, OFF(close_density), 1e-6, 1, NULL, 0,
-	  "closing phase, saps: fraction of the model one closing exchange mixes"
-	  " (default: 0.5)" },
+	  "closing phase: fraction of the model one closing exchange mixes, as a random"
+	  " slice also in mode delta (default: 0.5)" },
 	{ "close_timeout", 0, "SECONDS", CT_DOUBLE, OFF(close_timeout), 0.1, 86400, NULL, 0,
 	  "closing phase: end after this long at most (default: 60)" },
 	{ "control", 0, "PATH", CT_STR, OFF(control), 0, 0, NULL, 0,

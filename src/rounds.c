@@ -33,7 +33,6 @@ _Static_assert(GOSSIP_REFUSE_N <= SELECT_REASONS, "select counts every gossip re
 static void rounds_timer(uv_timer_t *h);
 static void rounds_close_timer(uv_timer_t *h);
 
-
 /* The exchanges pace waited for are over: the trainer thread wakes, an
  * external trainer's held step reply goes out. */
 static void
