@@ -18,7 +18,7 @@ static const char *const closing_reason_names[] = {
 const char *
 closing_reason_name(enum closing_reason r)
 {
-	return closing_reason_names[r];
+	return r <= CLOSING_NONE ? closing_reason_names[r] : "unknown";
 }
 
 void
