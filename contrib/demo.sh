@@ -1,7 +1,7 @@
 #!/bin/bash
 # The main job: 4 gossipd peers on 127.0.0.1 train the default MLP on
-# Fashion-MNIST, each on a quarter of the data, mixing 1% slices of their
-# models with neighbours they pick themselves. Shows live progress, then
+# Fashion-MNIST, each on a quarter of the data, mixing the parts of their
+# models that moved most with neighbours they pick themselves. Shows live progress, then
 # each peer's final test accuracy and traffic. Ctrl-C makes every peer
 # leave cleanly. Extra arguments go to every gossipd (e.g. --epochs 5,
 # --mode dense, --select random).

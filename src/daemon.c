@@ -163,12 +163,18 @@ daemon_end_closing(struct daemon *d, enum closing_reason why)
 {
 	const struct closing *c = &d->closing;
 	char dists[48] = "unmeasured";
+	int rc;
 
 	if (!c->active || d->stopping)
 		return;
 	closing_end(&d->closing, util_now(), transport_bytes_sent(d->transport), why);
 	uv_timer_stop(&d->close_timer);
 	daemon_closing_checkpoint(d);
+	/* status, metrics and the log show the model closing left; the
+	 * trainer's "done:" line keeps its own. About 50 ms for the built-in
+	 * MLP on the whole test set, once, on the loop. */
+	if (d->trainer != NULL && (rc = train_evaluate_now(d->trainer)) < 0)
+		log_error("closing: evaluating the closed model failed: %s", strerror(-rc));
 	if (isinf(c->distance))
 		snprintf(dists, sizeof(dists), "unknown (a partner was still training)");
 	else if (c->distance >= 0)

@@ -463,6 +463,17 @@ train_request_stop(struct trainer *t)
 	atomic_store(&t->stop, true);
 }
 
+int
+train_evaluate_now(struct trainer *t)
+{
+	uint64_t step;
+
+	pthread_mutex_lock(&t->mu);
+	step = t->prog.step;
+	pthread_mutex_unlock(&t->mu);
+	return train_evaluate(t, step, 1);
+}
+
 void
 train_join(struct trainer *t)
 {
