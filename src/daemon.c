@@ -10,18 +10,15 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "attach.h"
-#include "ckpt.h"
 #include "control.h"
 #include "daemon.h"
 #include "gossip.h"
 #include "httpd.h"
 #include "log.h"
 #include "member.h"
-#include "model.h"
 #include "pace.h"
 #include "service.h"
 #include "transport.h"
@@ -120,61 +117,24 @@ daemon_after_training(struct daemon *d)
 	}
 }
 
-/* The trainer's final checkpoint was taken before closing; this one, at
- * the same step, replaces it. Written on the loop thread: the peer is
- * about to leave, and a partner's exchange waits one write at most. */
-static void
-daemon_closing_checkpoint(struct daemon *d)
-{
-	struct train_progress p;
-	struct ckpt_state st;
-	struct errbuf err = { "" };
-	char path[512];
-	int rc;
-
-	if (d->cfg.checkpoint_dir == NULL)
-		return;
-	daemon_progress(d, &p);
-	memset(&st, 0, sizeof(st));
-	st.spec = d->model->spec;
-	st.d = d->model->d;
-	st.step = p.step;
-	st.epoch = p.epoch;
-	st.seed = d->cfg.seed;
-	st.x = malloc(st.d * sizeof(float));
-	st.v = malloc(st.d * sizeof(float));
-	if (st.x == NULL || st.v == NULL)
-		rc = errbuf_set(&err, -ENOMEM, "out of memory for a checkpoint");
-	else if ((rc = model_snapshot(d->model, st.x, st.v)) < 0)
-		errbuf_set(&err, rc, "model snapshot failed: %s", strerror(-rc));
-	else
-		rc = ckpt_save(d->cfg.checkpoint_dir, &st, d->cfg.checkpoint_keep, path,
-		    sizeof(path), &err);
-	if (rc < 0)
-		log_error("closing: final checkpoint failed: %s", err.msg);
-	else
-		log_info("checkpoint %s (the model after closing)", path);
-	free(st.x);
-	free(st.v);
-}
-
 void
 daemon_end_closing(struct daemon *d, enum closing_reason why)
 {
 	const struct closing *c = &d->closing;
 	char dists[48] = "unmeasured";
-	int rc;
 
 	if (!c->active || d->stopping)
 		return;
 	closing_end(&d->closing, util_now(), transport_bytes_sent(d->transport), why);
 	uv_timer_stop(&d->close_timer);
-	daemon_closing_checkpoint(d);
-	/* status, metrics and the log show the model closing left; the
-	 * trainer's "done:" line keeps its own. About 50 ms for the built-in
-	 * MLP on the whole test set, once, on the loop. */
-	if (d->trainer != NULL && (rc = train_evaluate_now(d->trainer)) < 0)
-		log_error("closing: evaluating the closed model failed: %s", strerror(-rc));
+	/* The trainer's final checkpoint and evaluation came before closing
+	 * changed the model: both again, on the loop (the peer is about to
+	 * leave; for the built-in MLP a write and ~50 ms of evaluation), so
+	 * the file, status and metrics hold the closed model. The "done:"
+	 * line keeps the trainer's accuracy. */
+	if (d->trainer != NULL && train_refresh_final(d->trainer) == 0 &&
+	    d->cfg.checkpoint_dir != NULL)
+		log_info("closing: final checkpoint written again (the model after closing)");
 	if (isinf(c->distance))
 		snprintf(dists, sizeof(dists), "unknown (a partner was still training)");
 	else if (c->distance >= 0)

@@ -464,14 +464,24 @@ train_request_stop(struct trainer *t)
 }
 
 int
-train_evaluate_now(struct trainer *t)
+train_refresh_final(struct trainer *t)
 {
 	uint64_t step;
+	int rc = 0, erc;
 
 	pthread_mutex_lock(&t->mu);
 	step = t->prog.step;
 	pthread_mutex_unlock(&t->mu);
-	return train_evaluate(t, step, 1);
+	/* ticket 0: no control client waits on this one */
+	if (t->cfg->checkpoint_dir != NULL)
+		rc = train_checkpoint(t, step, 0);
+	if ((erc = train_evaluate(t, step, 1)) < 0) {
+		log_error("evaluation at step %llu failed: %s", (unsigned long long)step,
+		    strerror(-erc));
+		if (rc == 0)
+			rc = erc;
+	}
+	return rc;
 }
 
 void

@@ -82,10 +82,11 @@ void train_request_stop(struct trainer *t);
 /* Waits for the thread; call once it reported DONE or FAILED, or after
  * train_request_stop. */
 void train_join(struct trainer *t);
-/* Once the thread reported DONE: evaluate the model as it is now on the
- * whole test set, on the caller's thread, as the latest evaluation (the
- * closing phase changed the model after the trainer's own). */
-int train_evaluate_now(struct trainer *t);
+/* Once the thread reported DONE and the model changed since (the closing
+ * phase): write the final checkpoint again, at the same step (with
+ * checkpoint_dir), and evaluate on the whole test set, on the caller's
+ * thread. Failures are logged; the first is returned. */
+int train_refresh_final(struct trainer *t);
 void train_free(struct trainer *t);
 
 /* The learning rate at step s of total (exposed for tests). */
