@@ -13,24 +13,14 @@ fleet_job "a b" --epochs 500 --eval-every 0 --suspicion-timeout 60000 --seed 3
 
 field() { fleet_status "$1" ."$2"; }
 
-# wait_exchanges PEER N: until PEER has made more than N exchanges.
-wait_exchanges() {
+# wait_above PEER FIELD N: until PEER's status FIELD exceeds N (15 s at most).
+# lag_waits counts a trainer's waits as they begin: on a loaded machine the
+# step the bound stops at can come well after any fixed sleep.
+wait_above() {
 	n=0
-	until [ "$(field "$1" exchanges)" -gt "$2" ]; do
+	until [ "$(field "$1" "$2")" -gt "$3" ]; do
 		n=$((n + 1))
-		[ $n -gt 150 ] && fleet_fail "$1 made no exchange past $2: $(fleet_tail "$1" 3)"
-		sleep 0.1
-	done
-}
-
-# wait_waiting PEER N: until PEER's trainer has waited for an exchange more
-# than N times (it is waiting now or was): on a loaded machine the step the
-# bound stops at can come well after a fixed sleep.
-wait_waiting() {
-	n=0
-	until [ "$(field "$1" lag_waits)" -gt "$2" ]; do
-		n=$((n + 1))
-		[ $n -gt 150 ] && fleet_fail "$1 never waited for its hung exchange: $(fleet_tail "$1" 3)"
+		[ $n -gt 150 ] && fleet_fail "$1's $2 stayed at most $3: $(fleet_tail "$1" 3)"
 		sleep 0.1
 	done
 }
@@ -44,7 +34,7 @@ stalled() {
 	[ "$s1" = "$s2" ]
 }
 
-wait_exchanges a 5
+wait_above a exchanges 5
 waits=$(field a lag_waits)
 
 fleet_kill STOP b
@@ -65,10 +55,10 @@ fleet_ok "lag 0: training went on while the partner was frozen"
 
 # Lifting the bound at run time frees a waiting trainer at once.
 fleet_ctl a set exchange_timeout 60 >/dev/null || fleet_fail "set exchange_timeout"
-wait_exchanges a "$(field a exchanges)"
+wait_above a exchanges "$(field a exchanges)"
 waits=$(field a lag_waits)
 fleet_kill STOP b
-wait_waiting a "$waits"
+wait_above a lag_waits "$waits"
 # The first wait may still be for an answer b sent just before it froze;
 # then a trains up to lag x interval steps into its next, hung, exchange.
 stalled a || stalled a || fleet_fail "a did not stop on its second hung exchange"
