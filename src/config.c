@@ -102,6 +102,10 @@ static const struct config_key config_keys[] = {
 	  "how exchanged values travel; int8 has one scale per 64 values (default: int8)" },
 	{ "density", 0, "X", CT_DOUBLE, OFF(density), 1e-6, 1, NULL, 1,
 	  "saps, delta: fraction of the model one exchange mixes (default: 0.04)" },
+	{ "density_start", 0, "X", CT_DOUBLE, OFF(density_start), 0, 1, NULL, 1,
+	  "built-in trainer: density of the first exchanges, growing to density by the end of"
+	  " the step budget as the square of the share spent; 0 = density throughout"
+	  " (default: 0)" },
 	{ "mask_block", 0, "N", CT_INT, OFF(mask_block), 1, 1 << 20, NULL, 1,
 	  "saps: consecutive coordinates per mask block (default: 64)" },
 	{ "interval", 0, "STEPS", CT_INT, OFF(interval), 1, 1000000, NULL, 1,
@@ -628,6 +632,10 @@ config_rule_mask(const struct config *c, struct errbuf *err)
 
 	if (d > 0 && mask_check(d, c->density, (size_t)c->mask_block, &why) < 0)
 		return errbuf_set(err, -EINVAL, "mask_block: %s", why.msg);
+	if (d > 0 && c->trainer == TRAINER_BUILTIN && c->density_start > 0 &&
+	    c->density_start < c->density &&
+	    mask_check(d, c->density_start, (size_t)c->mask_block, &why) < 0)
+		return errbuf_set(err, -EINVAL, "density_start: %s", why.msg);
 	if (d > 0 && c->close_budget > 0 &&
 	    mask_check(d, c->close_density, (size_t)c->mask_block, &why) < 0)
 		return errbuf_set(err, -EINVAL, "close_density: %s", why.msg);

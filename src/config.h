@@ -49,6 +49,7 @@ struct config {
 	enum gossip_mode mode;
 	enum gossip_values values;
 	double density;            /* saps: fraction of the model per exchange */
+	double density_start;      /* built-in trainer: density of the first exchanges */
 	int mask_block;            /* saps: coordinates per mask block */
 	int interval;              /* local steps between exchanges this peer starts */
 	int lag;                   /* rounds an exchange may trail the trainer; 0: any */

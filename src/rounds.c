@@ -91,6 +91,9 @@ rounds_step_now(void *arg)
 	return p.step;
 }
 
+static void rounds_params(struct daemon *d, struct gossip_params *gp,
+    struct select_params *sp);
+
 /* One exchange with a partner chosen by the select policy. With lag, the
  * round holds the trainer from lag rounds after its first step until the
  * exchange ends, BUSY retries included; a round that starts nothing
@@ -99,6 +102,8 @@ static void
 rounds_start(struct daemon *d, const char *exclude)
 {
 	double now = util_now();
+	struct gossip_params gp;
+	struct select_params sp;
 	const char *partner;
 	size_t n;
 	int rc;
@@ -106,6 +111,8 @@ rounds_start(struct daemon *d, const char *exclude)
 	if (d->gossip == NULL || d->leaving || d->stopping || gossip_active(d->gossip))
 		return;
 	n = rounds_live_peers(d);
+	rounds_params(d, &gp, &sp);
+	gossip_set_params(d->gossip, &gp);
 	partner = select_pick(d->select, now, d->addrs, n, exclude);
 	/* -EDOM: our own values are not finite; the partner is not to blame. */
 	if (partner != NULL && (rc = gossip_start(d->gossip, now, partner)) < 0 && rc != -EDOM)
@@ -324,15 +331,29 @@ rounds_timer(uv_timer_t *h)
 	rounds_maybe_pull(d);
 }
 
+/* The density of the next exchange (train_density_at). An attached
+ * process has no step budget the daemon knows: its peer mixes at density
+ * throughout. */
+static double
+rounds_density(struct daemon *d)
+{
+	struct train_progress p;
+
+	if (d->trainer == NULL)
+		return d->cfg.density;
+	daemon_progress(d, &p);
+	return train_density_at(&d->cfg, p.step, p.total_steps);
+}
+
 static void
-rounds_params(const struct daemon *d, struct gossip_params *gp, struct select_params *sp)
+rounds_params(struct daemon *d, struct gossip_params *gp, struct select_params *sp)
 {
 	const struct config *c = &d->cfg;
 
 	/* Closing mixes random slices even in mode delta: what is left is
 	 * disagreement with the others, which this peer's own drift does not
 	 * show (there is no training any more: its drift is all but zero). */
-	*gp = (struct gossip_params){ c->mode, c->values, c->density, (size_t)c->mask_block,
+	*gp = (struct gossip_params){ c->mode, c->values, rounds_density(d), (size_t)c->mask_block,
 	    c->seed, c->exchange_timeout };
 	if (d->closing.active) {
 		if (gp->mode == GOSSIP_DELTA)

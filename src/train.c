@@ -85,6 +85,23 @@ train_lr_at(const struct config *cfg, uint64_t s, uint64_t steps_per_epoch, uint
 	return base;
 }
 
+/*
+ * Traffic is spent late: little goes out early, when peers whose shards
+ * are alike hardly need it, and the full density is reached where mixing
+ * decides what each peer ends with (arXiv 2507.06542 on spending the
+ * budget late).
+ */
+double
+train_density_at(const struct config *cfg, uint64_t s, uint64_t total)
+{
+	double start = cfg->density_start, t;
+
+	if (start <= 0 || start >= cfg->density || total == 0)
+		return cfg->density;
+	t = s >= total ? 1.0 : (double)s / (double)total;
+	return start + (cfg->density - start) * t * t;
+}
+
 int
 train_budget(const struct config *cfg, size_t train_n, size_t shard_n,
     struct train_budget *b, struct errbuf *err)

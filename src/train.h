@@ -89,6 +89,9 @@ void train_join(struct trainer *t);
 int train_refresh_final(struct trainer *t);
 void train_free(struct trainer *t);
 
+/* The density of an exchange at step s of total: density_start growing to
+ * density as (s / total)^2, or density without density_start. */
+double train_density_at(const struct config *cfg, uint64_t s, uint64_t total);
 /* The learning rate at step s of total (exposed for tests). */
 double train_lr_at(const struct config *cfg, uint64_t s, uint64_t steps_per_epoch,
     uint64_t total);

@@ -108,6 +108,22 @@ main(void)
 	CHECK(load(&c, "constant") == 0);
 	CHECKF(fabs(train_lr_at(&c, 900, spe, total) - 0.1) < 1e-12, "constant");
 	config_free(&c);
+
+	/* The density ramp: density_start at the first step, a quarter of the
+	 * way at half the budget, density at the end and after; none without
+	 * density_start or with one not below density. */
+	CHECK(load(&c, "constant") == 0);
+	CHECKF(train_density_at(&c, 0, total) == c.density, "no ramp by default");
+	c.density = 0.05;
+	c.density_start = 0.01;
+	CHECKF(fabs(train_density_at(&c, 0, total) - 0.01) < 1e-12, "ramp start");
+	CHECKF(fabs(train_density_at(&c, 500, total) - 0.02) < 1e-12, "ramp half way");
+	CHECKF(fabs(train_density_at(&c, 1000, total) - 0.05) < 1e-12, "ramp end");
+	CHECKF(fabs(train_density_at(&c, 5000, total) - 0.05) < 1e-12, "after the budget");
+	CHECKF(fabs(train_density_at(&c, 7, 0) - 0.05) < 1e-12, "no budget");
+	c.density_start = 0.06;
+	CHECKF(fabs(train_density_at(&c, 0, total) - 0.05) < 1e-12, "start above density");
+	config_free(&c);
 	test_budget();
 	return check_exit("test_train");
 }
