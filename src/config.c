@@ -156,9 +156,9 @@ static const struct config_key config_keys[] = {
 	{ "batch_size", 0, "N", CT_INT, OFF(batch_size), 1, 65536, NULL, 0,
 	  "mini-batch size (default: 64)" },
 	{ "lr", 0, "X", CT_DOUBLE, OFF(lr), 1e-9, 100, NULL, 0,
-	  "base learning rate (default: 0.05)" },
+	  "base learning rate (default: 0.1)" },
 	{ "momentum", 0, "X", CT_DOUBLE, OFF(momentum), 0, 0.999, NULL, 0,
-	  "SGD momentum (default: 0.9)" },
+	  "SGD momentum (default: 0.8)" },
 	{ "weight_decay", 0, "X", CT_DOUBLE, OFF(weight_decay), 0, 1, NULL, 0,
 	  "L2 weight decay (default: 0.0005)" },
 	{ "lr_schedule", 0, "cosine|step|constant", CT_ENUM, OFF(lr_schedule), 0, 0, NULL, 0,
@@ -484,8 +484,13 @@ config_defaults(struct config *c)
 	c->threads = 1;
 	c->trainer_nice = 5;
 	c->batch_size = 64;
-	c->lr = 0.05;
-	c->momentum = 0.9;
+	/* Momentum 0.8 at twice the rate takes steps of the same size as 0.9
+	 * (lr / (1 - momentum)) and forgets the own shard's direction twice as
+	 * fast: on label-skewed shards the job's model ended ~0.8 points higher
+	 * (8 peers, dirichlet:0.5, median of 9 runs 0.871 against 0.863), the
+	 * same on iid shards. */
+	c->lr = 0.1;
+	c->momentum = 0.8;
 	c->weight_decay = 5e-4;
 	c->lr_schedule = LR_COSINE;
 	c->warmup_epochs = 0.5;

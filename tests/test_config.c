@@ -94,6 +94,8 @@ main(void)
 	CHECKF(c.model.nlayers == 3 && c.model.sizes[1] == 256, "default model");
 	CHECKF(c.close_budget == 8 && c.close_distance == 0.01 && c.close_density == 0.5 &&
 	    c.close_timeout == 60, "closing phase defaults");
+	CHECKF(c.lr == 0.1 && c.momentum == 0.8 && c.density == 0.04 && c.density_start == 0,
+	    "optimiser and density defaults");
 	CHECKF(c.control != NULL && strstr(c.control, "default.sock") != NULL,
 	    "default control path %s", c.control ? c.control : "(null)");
 	config_free(&c);
@@ -120,7 +122,7 @@ main(void)
 	    "# a comment\n"
 	    "job = fm\n"
 	    "batch_size = 128\n"
-	    "lr = 0.1\n"
+	    "lr = 0.07\n"
 	    "[gossipd]\n"
 	    "shard = 1/4\n"
 	    "partition = dirichlet:0.5\n"
@@ -131,7 +133,7 @@ main(void)
 	rc = load(&c, &err, (const char *[]){ "--batch-size", "32", "-c", arg, NULL });
 	CHECKF(rc == 0, "good file refused: %s", err.msg);
 	CHECKF(c.batch_size == 32, "flag did not override the file: %d", c.batch_size);
-	CHECKF(c.lr == 0.1, "lr from file: %g", c.lr);
+	CHECKF(c.lr == 0.07, "lr from file: %g", c.lr);
 	CHECKF(c.shard_index == 1 && c.shard_count == 4, "shard");
 	CHECKF(c.partition.kind == DATA_DIRICHLET && c.partition.alpha == 0.5, "partition");
 	CHECKF(c.model.nlayers == 2 && c.model.sizes[1] == 64, "model");

@@ -41,8 +41,10 @@
 #   PEERS [8]  EPOCHS [20]  SEED [1]  INTERVAL [4]
 #   DENSITY [0.01]  of the saps systems
 #   EVAL_EVERY [40] steps   EVAL_SAMPLES [2000]   TARGET [0.85]
-#   DDP_LR [0.05]   the DDP learning rate (gossipd's default is 0.05: the
-#                   mean of 8 gossip peers moves like DDP at that rate)
+#   DDP_LR [0.05]   the DDP learning rate, momentum 0.9 (gossipd's defaults,
+#                   lr 0.1 with momentum 0.8, take steps of the same size:
+#                   lr / (1 - momentum); the mean of 8 gossip peers moves
+#                   like DDP at that rate)
 #   SYSTEMS ["delta saps dense ddp noniid_delta noniid"]   which runs, in
 #                 this order; besides those six, NAME:PARTITION:OPTION,OPTION,... is a gossipd
 #                 run named NAME with those options (commas become spaces),
