@@ -146,11 +146,22 @@ rounds_on_step(struct daemon *d)
 /* The closing phase: end it if a rule says so, else start its next
  * exchange; the timer comes back after a pause when it did not start, or
  * at the phase's timeout while it runs (its end re-arms it sooner). */
+static int
+rounds_close_over(struct daemon *d, double now, size_t n)
+{
+	enum closing_reason why;
+
+	why = closing_check(&d->closing, now, transport_bytes_sent(d->transport), n);
+	if (why == CLOSING_NONE)
+		return 0;
+	daemon_end_closing(d, why);
+	return 1;
+}
+
 static void
 rounds_close_next(struct daemon *d)
 {
 	double now = util_now(), at;
-	enum closing_reason why;
 	const char *partner;
 	size_t n;
 	int rc;
@@ -158,11 +169,8 @@ rounds_close_next(struct daemon *d)
 	if (!d->closing.active || d->stopping || gossip_active(d->gossip))
 		return;
 	n = rounds_live_peers(d);
-	why = closing_check(&d->closing, now, transport_bytes_sent(d->transport), n);
-	if (why != CLOSING_NONE) {
-		daemon_end_closing(d, why);
+	if (rounds_close_over(d, now, n))
 		return;
-	}
 	/* Every live member in turn rather than select's fastest: the phase
 	 * is to agree with all of them (closing.h). */
 	partner = d->addrs[closing_next_partner(&d->closing, n)];
@@ -309,6 +317,13 @@ rounds_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
 		pull_recv(d->pull, util_now(), addr, type, payload, len);
 	else
 		gossip_recv(d->gossip, util_now(), addr, type, payload, len);
+	/* Exchanges others start count against a closing peer's budget too:
+	 * check it after each one, not only when an own exchange ends, or a
+	 * peer that pauses (its partner still trains) or waits on a slow
+	 * partner keeps serving past its budget. An own exchange in flight is
+	 * left to finish; its end checks again. */
+	if (d->closing.active && !d->stopping && !gossip_active(d->gossip))
+		rounds_close_over(d, util_now(), rounds_live_peers(d));
 	rounds_schedule(d);
 }
 
