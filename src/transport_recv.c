@@ -44,14 +44,19 @@ deliver(struct transport *t, struct tpeer *p, const struct wire_header *h,
 	t->bytes_recv[h->type] += wire_bytes;
 	t->msgs_recv++;
 	p->rx_progress = util_now();
-	send_ack(t, p, h->seq);
+	/* The ACK goes after the handler: a reply it sends is on the wire
+	 * first, so a request-reply round trip does not wait for an ACK's
+	 * sealing and posting on either side (and a handler that closed the
+	 * transport gets none sent). */
 	r = &t->routes[h->type];
-	if (r->recv == NULL) {
+	if (r->recv == NULL)
 		log_debug("message type %u of %" PRIu64 " bytes from %016" PRIx64
 		    " at %s: no handler", h->type, h->payload_len, h->sender, p->addr);
-		return;
-	}
-	r->recv(r->arg, h->sender, p->addr, h->type, payload, (size_t)h->payload_len);
+	else
+		r->recv(r->arg, h->sender, p->addr, h->type, payload,
+		    (size_t)h->payload_len);
+	if (!t->closing)
+		send_ack(t, p, h->seq);
 }
 
 static void
