@@ -743,7 +743,7 @@ bytes_json(const struct transport *t, const uint64_t *v)
 			continue;
 		if ((n = proto_type_name(t->routes[i].proto, (uint8_t)i)) == NULL &&
 		    (n = wire_type_name((uint8_t)i)) == NULL) {
-			snprintf(name, sizeof(name), "type_%d", i);
+			snprintf(name, sizeof(name), "type_%u", (unsigned)(uint8_t)i);
 			n = name;
 		}
 		json_object_set_new(o, n, json_integer((json_int_t)v[i]));
