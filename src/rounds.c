@@ -91,8 +91,37 @@ rounds_step_now(void *arg)
 	return p.step;
 }
 
-static void rounds_params(struct daemon *d, struct gossip_params *gp,
-    struct select_params *sp);
+/* The density of the next exchange (train_density_at). An attached
+ * process has no step budget the daemon knows: its peer mixes at density
+ * throughout. */
+static double
+rounds_density(struct daemon *d)
+{
+	struct train_progress p;
+
+	if (d->trainer == NULL)
+		return d->cfg.density;
+	daemon_progress(d, &p);
+	return train_density_at(&d->cfg, p.step, p.total_steps);
+}
+
+static void
+rounds_params(struct daemon *d, struct gossip_params *gp, struct select_params *sp)
+{
+	const struct config *c = &d->cfg;
+
+	/* Closing mixes random slices even in mode delta: what is left is
+	 * disagreement with the others, which this peer's own drift does not
+	 * show (there is no training any more: its drift is all but zero). */
+	*gp = (struct gossip_params){ c->mode, c->values, rounds_density(d), (size_t)c->mask_block,
+	    c->seed, c->exchange_timeout };
+	if (d->closing.active) {
+		if (gp->mode == GOSSIP_DELTA)
+			gp->mode = GOSSIP_SAPS;
+		gp->density = c->close_density;
+	}
+	*sp = (struct select_params){ c->select, c->bw_ratio, c->stale_after };
+}
 
 /* One exchange with a partner chosen by the select policy. With lag, the
  * round holds the trainer from lag rounds after its first step until the
@@ -111,6 +140,7 @@ rounds_start(struct daemon *d, const char *exclude)
 	if (d->gossip == NULL || d->leaving || d->stopping || gossip_active(d->gossip))
 		return;
 	n = rounds_live_peers(d);
+	/* the density may follow the step budget (rounds_density) */
 	rounds_params(d, &gp, &sp);
 	gossip_set_params(d->gossip, &gp);
 	partner = select_pick(d->select, now, d->addrs, n, exclude);
@@ -143,9 +173,8 @@ rounds_on_step(struct daemon *d)
 	rounds_start(d, NULL);
 }
 
-/* The closing phase: end it if a rule says so, else start its next
- * exchange; the timer comes back after a pause when it did not start, or
- * at the phase's timeout while it runs (its end re-arms it sooner). */
+/* The closing phase ends when a rule of closing_check says so; 1 if it
+ * ended. */
 static int
 rounds_close_over(struct daemon *d, double now, size_t n)
 {
@@ -158,6 +187,9 @@ rounds_close_over(struct daemon *d, double now, size_t n)
 	return 1;
 }
 
+/* The closing phase: end it if a rule says so, else start its next
+ * exchange; the timer comes back after a pause when it did not start, or
+ * at the phase's timeout while it runs (its end re-arms it sooner). */
 static void
 rounds_close_next(struct daemon *d)
 {
@@ -344,38 +376,6 @@ rounds_timer(uv_timer_t *h)
 
 	rounds_schedule(d);
 	rounds_maybe_pull(d);
-}
-
-/* The density of the next exchange (train_density_at). An attached
- * process has no step budget the daemon knows: its peer mixes at density
- * throughout. */
-static double
-rounds_density(struct daemon *d)
-{
-	struct train_progress p;
-
-	if (d->trainer == NULL)
-		return d->cfg.density;
-	daemon_progress(d, &p);
-	return train_density_at(&d->cfg, p.step, p.total_steps);
-}
-
-static void
-rounds_params(struct daemon *d, struct gossip_params *gp, struct select_params *sp)
-{
-	const struct config *c = &d->cfg;
-
-	/* Closing mixes random slices even in mode delta: what is left is
-	 * disagreement with the others, which this peer's own drift does not
-	 * show (there is no training any more: its drift is all but zero). */
-	*gp = (struct gossip_params){ c->mode, c->values, rounds_density(d), (size_t)c->mask_block,
-	    c->seed, c->exchange_timeout };
-	if (d->closing.active) {
-		if (gp->mode == GOSSIP_DELTA)
-			gp->mode = GOSSIP_SAPS;
-		gp->density = c->close_density;
-	}
-	*sp = (struct select_params){ c->select, c->bw_ratio, c->stale_after };
 }
 
 void

@@ -7,8 +7,9 @@
  *
  * A send completes (callback status 0) when the receiver acknowledged it,
  * i.e. it passed every check there and the receiver's application handled
- * it (the ACK follows the handler, so a reply goes out first). Every operation has a deadline: op_timeout_ms plus the
- * time its payload takes at TRANSPORT_MIN_RATE, counted from its start or
+ * it (the ACK follows the handler, so a reply goes out first). Every
+ * operation has a deadline: op_timeout_ms plus the time its payload takes
+ * at TRANSPORT_MIN_RATE, counted from its start or
  * from the peer's last progress (an ACK, or a message from it), whichever
  * is later, so a backlog to a live peer drains while a silent peer is
  * given up after one timeout. Bodies in flight between two peers are held
