@@ -100,6 +100,21 @@ test_same_bytes(void)
 	free(ref);
 }
 
+/* What a refused open leaves in its output: the 0xee it was filled with
+ * (libsodium checks the tag first) or zeros (EVP's plaintext, wiped).
+ * Comparing with the message instead failed whenever a 1-byte message
+ * happened to be one of those two values (1 run in 128). */
+static int
+untouched_or_wiped(const uint8_t *d, size_t len)
+{
+	size_t i;
+
+	for (i = 1; i < len; i++)
+		if (d[i] != d[0])
+			return 0;
+	return len == 0 || d[0] == 0xee || d[0] == 0;
+}
+
 static void
 check_suite(enum aead_suite s, size_t len)
 {
@@ -133,7 +148,7 @@ check_suite(enum aead_suite s, size_t len)
 		memset(d, 0xee, len);
 		CHECK(aead_open(s, key, 9, 2, ad, sizeof(ad), c, clen, d) ==
 		    -EBADMSG);
-		CHECK(len == 0 || memcmp(d, m, len) != 0);
+		CHECK(untouched_or_wiped(d, len));
 		c[i] ^= 0x10;
 	}
 	ad[5] ^= 1;
