@@ -106,7 +106,7 @@ rounds_density(struct daemon *d)
 }
 
 static void
-rounds_params(struct daemon *d, struct gossip_params *gp, struct select_params *sp)
+rounds_gossip_params(struct daemon *d, struct gossip_params *gp)
 {
 	const struct config *c = &d->cfg;
 
@@ -120,6 +120,14 @@ rounds_params(struct daemon *d, struct gossip_params *gp, struct select_params *
 			gp->mode = GOSSIP_SAPS;
 		gp->density = c->close_density;
 	}
+}
+
+static void
+rounds_params(struct daemon *d, struct gossip_params *gp, struct select_params *sp)
+{
+	const struct config *c = &d->cfg;
+
+	rounds_gossip_params(d, gp);
 	*sp = (struct select_params){ c->select, c->bw_ratio, c->stale_after };
 }
 
@@ -132,7 +140,6 @@ rounds_start(struct daemon *d, const char *exclude)
 {
 	double now = util_now();
 	struct gossip_params gp;
-	struct select_params sp;
 	const char *partner;
 	size_t n;
 	int rc;
@@ -141,7 +148,7 @@ rounds_start(struct daemon *d, const char *exclude)
 		return;
 	n = rounds_live_peers(d);
 	/* the density may follow the step budget (rounds_density) */
-	rounds_params(d, &gp, &sp);
+	rounds_gossip_params(d, &gp);
 	gossip_set_params(d->gossip, &gp);
 	partner = select_pick(d->select, now, d->addrs, n, exclude);
 	/* -EDOM: our own values are not finite; the partner is not to blame. */
