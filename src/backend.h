@@ -32,6 +32,9 @@ struct backend_ops {
 	 * (mean over the batch) inside the backend; writes the mean loss. */
 	int (*forward_backward)(struct backend *b, const float *x, const uint8_t *y,
 	    int n, float *loss);
+	/* Offsets added to the logits in forward_backward's loss, never in
+	 * evaluate's: one float per class, copied; NULL removes them. */
+	int (*set_logit_offset)(struct backend *b, const float *off);
 	/* Copy the last gradient to host memory (tests). */
 	int (*get_grad)(struct backend *b, float *g);
 	/* v <- momentum*v + g + wd*x; x <- x - lr*v. */

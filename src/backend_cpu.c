@@ -32,6 +32,8 @@ struct backend_cpu {
 	struct backend base;
 	int max_batch;
 	float *x, *v, *g;                    /* d floats each */
+	float *loff;                         /* logit offsets, one per class */
+	int have_loff;
 	size_t woff[MODEL_MAX_LAYERS];       /* start of W_l in x, v, g */
 	size_t boff[MODEL_MAX_LAYERS];       /* start of b_l */
 	/* act[l], l = 1..L: output of layer l-1 (after ReLU, or logits). */
@@ -58,6 +60,7 @@ cpu_free(struct backend *b)
 	free(c->x);
 	free(c->v);
 	free(c->g);
+	free(c->loff);
 	for (int l = 0; l <= MODEL_MAX_LAYERS; l++)
 		free(c->act[l]);
 	for (int l = 0; l < MODEL_MAX_LAYERS; l++)
@@ -167,13 +170,14 @@ cpu_forward(struct backend_cpu *c, const float *x, int n)
 }
 
 /*
- * Softmax cross-entropy on the logits in z (n x k), stable by subtracting
- * the row maximum. z becomes dLoss/dz = (p - onehot)/n, the bias gradient
- * gb gets its column sums, and the summed loss is returned.
+ * Softmax cross-entropy on the logits in z (n x k) plus off (k floats, or
+ * NULL), stable by subtracting the row maximum. z becomes dLoss/dz =
+ * (p - onehot)/n, the bias gradient gb gets its column sums, and the
+ * summed loss is returned.
  */
 static double
 cpu_softmax_xent(float *restrict z, const uint8_t *y, int n, int k,
-    float *restrict gb)
+    const float *restrict off, float *restrict gb)
 {
 	float inv_n = 1.0f / (float)n;
 	double loss = 0.0;
@@ -181,8 +185,12 @@ cpu_softmax_xent(float *restrict z, const uint8_t *y, int n, int k,
 	memset(gb, 0, (size_t)k * sizeof(float));
 	for (int i = 0; i < n; i++) {
 		float *restrict r = z + (size_t)i * (size_t)k;
-		float mx = r[0], sum = 0.0f, scale;
+		float mx, sum = 0.0f, scale;
 
+		if (off != NULL)
+			for (int j = 0; j < k; j++)
+				r[j] += off[j];
+		mx = r[0];
 		for (int j = 1; j < k; j++)
 			mx = r[j] > mx ? r[j] : mx;
 		loss += (double)(mx - r[y[i]]);
@@ -259,7 +267,8 @@ cpu_forward_backward(struct backend *b, const float *x, const uint8_t *y, int n,
 	if ((rc = cpu_check_batch(c, y, n)) < 0)
 		return rc;
 	cpu_forward(c, x, n);
-	lsum = cpu_softmax_xent(c->act[L], y, n, s->sizes[L], c->g + c->boff[L - 1]);
+	lsum = cpu_softmax_xent(c->act[L], y, n, s->sizes[L],
+	    c->have_loff ? c->loff : NULL, c->g + c->boff[L - 1]);
 	for (int l = L - 1; l >= 0; l--) {
 		int a = s->sizes[l], w = s->sizes[l + 1];
 		const float *in = l == 0 ? x : c->act[l];
@@ -387,12 +396,24 @@ cpu_average_in(struct backend *b, const struct model_range *r, size_t nr,
 	return backend_host_average_in(((struct backend_cpu *)b)->x, r, nr, values);
 }
 
+static int
+cpu_set_logit_offset(struct backend *b, const float *off)
+{
+	struct backend_cpu *c = (struct backend_cpu *)b;
+
+	c->have_loff = off != NULL;
+	if (off != NULL)
+		memcpy(c->loff, off, (size_t)b->spec.sizes[b->spec.nlayers] * sizeof(float));
+	return 0;
+}
+
 static const struct backend_ops cpu_ops = {
 	.name = "cpu",
 	.free = cpu_free,
 	.set_params = cpu_set_params,
 	.get_params = cpu_get_params,
 	.forward_backward = cpu_forward_backward,
+	.set_logit_offset = cpu_set_logit_offset,
 	.get_grad = cpu_get_grad,
 	.sgd_step = cpu_sgd_step,
 	.evaluate = cpu_evaluate,
@@ -429,7 +450,8 @@ backend_cpu_new(const struct model_spec *spec, const struct backend_opts *o,
 	}
 	c->base.d = off;
 	if ((c->x = cpu_alloc(off)) == NULL || (c->v = cpu_alloc(off)) == NULL ||
-	    (c->g = cpu_alloc(off)) == NULL)
+	    (c->g = cpu_alloc(off)) == NULL ||
+	    (c->loff = cpu_alloc((size_t)spec->sizes[L])) == NULL)
 		goto nomem;
 	for (int l = 1; l <= L; l++)
 		if ((c->act[l] = cpu_alloc((size_t)o->max_batch *

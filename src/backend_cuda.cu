@@ -75,6 +75,8 @@ struct bcuda {
 	uint8_t *y;
 	float *rowloss;
 	int *rowok;
+	float *loff;		/* logit offsets, one per class */
+	int have_loff;
 	struct bcuda_result *res;
 	float *vals;
 	struct bcuda_span *spans;
@@ -142,14 +144,21 @@ bcuda_k_colsum(const float *dz, float *db, int rows, int cols)
 	}
 }
 
+static __device__ inline float
+bcuda_logit(const float *zr, const float *off, int c)
+{
+	return off != NULL ? zr[c] + off[c] : zr[c];
+}
+
 /*
- * One warp per row of logits: numerically stable log-softmax, the row's
- * loss, whether the first maximal class is the label, and (when dz is not
- * NULL) the gradient (softmax - onehot) * scale.
+ * One warp per row of logits (plus off, one per class, when not NULL):
+ * numerically stable log-softmax, the row's loss, whether the first
+ * maximal class is the label, and (when dz is not NULL) the gradient
+ * (softmax - onehot) * scale.
  */
 static __global__ void
-bcuda_k_softmax_xent(const float *z, const uint8_t *y, float *dz,
-    float *rowloss, int *rowok, int rows, int cols, float scale)
+bcuda_k_softmax_xent(const float *z, const float *off, const uint8_t *y,
+    float *dz, float *rowloss, int *rowok, int rows, int cols, float scale)
 {
 	int row = (int)(bcuda_tid() / 32);
 	int lane = threadIdx.x & 31;
@@ -161,8 +170,8 @@ bcuda_k_softmax_xent(const float *z, const uint8_t *y, float *dz,
 		return;		/* whole warps leave together */
 	zr = z + (size_t)row * cols;
 	for (int c = lane; c < cols; c += 32) {
-		if (zr[c] > m) {
-			m = zr[c];
+		if (bcuda_logit(zr, off, c) > m) {
+			m = bcuda_logit(zr, off, c);
 			arg = c;
 		}
 	}
@@ -176,19 +185,19 @@ bcuda_k_softmax_xent(const float *z, const uint8_t *y, float *dz,
 		}
 	}
 	for (int c = lane; c < cols; c += 32)
-		s += expf(zr[c] - m);
+		s += expf(bcuda_logit(zr, off, c) - m);
 	for (int o = 16; o > 0; o >>= 1)
 		s += __shfl_xor_sync(0xffffffffu, s, o);
 	if (lane == 0) {
-		rowloss[row] = logf(s) + m - zr[y[row]];
+		rowloss[row] = logf(s) + m - bcuda_logit(zr, off, y[row]);
 		rowok[row] = arg == (int)y[row];
 	}
 	if (dz != NULL) {
 		float *dr = dz + (size_t)row * cols;
 
 		for (int c = lane; c < cols; c += 32)
-			dr[c] = (expf(zr[c] - m) / s - (c == (int)y[row] ? 1.0f : 0.0f)) *
-			    scale;
+			dr[c] = (expf(bcuda_logit(zr, off, c) - m) / s -
+			    (c == (int)y[row] ? 1.0f : 0.0f)) * scale;
 	}
 }
 
@@ -511,8 +520,8 @@ out:
 	return rc;
 }
 
-/* Per-row losses (and the logits' gradient when dz is not NULL), then
- * their reduction copied to h_res. */
+/* Per-row losses (and the logits' gradient, with the logit offsets, when
+ * dz is not NULL), then their reduction copied to h_res. */
 static int
 bcuda_loss(struct bcuda *cb, int n, float *dz)
 {
@@ -522,8 +531,9 @@ bcuda_loss(struct bcuda *cb, int n, float *dz)
 	int rc = 0;
 
 	bcuda_k_softmax_xent<<<blocks, BCUDA_THREADS, 0, cb->stream>>>(
-	    cb->act[cb->base.spec.nlayers], cb->y, dz, cb->rowloss, cb->rowok, n,
-	    classes, 1.0f / (float)n);
+	    cb->act[cb->base.spec.nlayers], dz != NULL && cb->have_loff ?
+	    cb->loff : NULL, cb->y, dz, cb->rowloss, cb->rowok, n, classes,
+	    1.0f / (float)n);
 	BCUDA_TRY(cb, cudaGetLastError());
 	bcuda_k_reduce<<<1, BCUDA_THREADS, 0, cb->stream>>>(cb->rowloss,
 	    cb->rowok, n, cb->res);
@@ -574,6 +584,22 @@ bcuda_forward_backward(struct backend *b, const float *x, const uint8_t *y,
 	 * waiting for the loss also frees them for the next batch. */
 	BCUDA_TRY(cb, cudaEventSynchronize(cb->loss_ready));
 	*loss = cb->h_res->loss_mean;
+out:
+	return rc;
+}
+
+static int
+bcuda_set_logit_offset(struct backend *b, const float *off)
+{
+	struct bcuda *cb = bcuda_of(b);
+	int rc = 0;
+
+	BCUDA_TRY(cb, cudaSetDevice(cb->dev));
+	if (off != NULL)
+		BCUDA_TRY(cb, cudaMemcpy(cb->loff, off,
+		    (size_t)b->spec.sizes[b->spec.nlayers] * sizeof(float),
+		    cudaMemcpyHostToDevice));
+	cb->have_loff = off != NULL;
 out:
 	return rc;
 }
@@ -721,7 +747,7 @@ bcuda_free(struct backend *b)
 	if (cb == NULL)
 		return;
 	void *dev[] = { cb->x, cb->v, cb->g, cb->delta[0], cb->delta[1], cb->y,
-	    cb->rowloss, cb->rowok, cb->res, cb->vals, cb->spans };
+	    cb->rowloss, cb->rowok, cb->loff, cb->res, cb->vals, cb->spans };
 	void *host[] = { cb->h_x, cb->h_y, cb->h_res, cb->h_vals, cb->h_spans };
 
 	/* Errors here would only repeat an earlier one: nothing to do. */
@@ -755,6 +781,7 @@ static const struct backend_ops bcuda_ops = {
 	bcuda_set_params,
 	bcuda_get_params,
 	bcuda_forward_backward,
+	bcuda_set_logit_offset,
 	bcuda_get_grad,
 	bcuda_sgd_step,
 	bcuda_evaluate,
@@ -900,6 +927,9 @@ backend_cuda_new(const struct model_spec *spec, const struct backend_opts *o,
 	    "row losses", nb * sizeof(float));
 	BCUDA_NEW_TRY(cudaMalloc((void **)&cb->rowok, nb * sizeof(int)),
 	    "row results", nb * sizeof(int));
+	bytes = (size_t)spec->sizes[spec->nlayers] * sizeof(float);
+	BCUDA_NEW_TRY(cudaMalloc((void **)&cb->loff, bytes), "logit offsets",
+	    bytes);
 	BCUDA_NEW_TRY(cudaMalloc((void **)&cb->res, sizeof(*cb->res)), "results",
 	    sizeof(*cb->res));
 	bytes = d * sizeof(float);

@@ -53,6 +53,13 @@ shared_forward_backward(struct backend *b, const float *x, const uint8_t *y, int
 }
 
 static int
+shared_set_logit_offset(struct backend *b, const float *off)
+{
+	(void)b, (void)off;
+	return -ENOTSUP;
+}
+
+static int
 shared_get_grad(struct backend *b, float *g)
 {
 	(void)b, (void)g;
@@ -93,6 +100,7 @@ static const struct backend_ops shared_ops = {
 	.set_params = shared_set_params,
 	.get_params = shared_get_params,
 	.forward_backward = shared_forward_backward,
+	.set_logit_offset = shared_set_logit_offset,
 	.get_grad = shared_get_grad,
 	.sgd_step = shared_sgd_step,
 	.evaluate = shared_evaluate,

@@ -79,6 +79,7 @@ struct config {
 	double lr;
 	double momentum;
 	double weight_decay;
+	double logit_adjust;       /* built-in trainer: tau of the loss's label-share offsets */
 	enum lr_schedule lr_schedule;
 	double warmup_epochs;
 	double lr_step_epochs;     /* step schedule: multiply by lr_step_gamma every ... */

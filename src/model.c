@@ -351,6 +351,17 @@ model_labels_valid(const struct model *m, const uint8_t *y, size_t n)
 }
 
 int
+model_set_logit_offset(struct model *m, const float *off)
+{
+	int rc;
+
+	pthread_rwlock_wrlock(&m->lock);
+	rc = m->be->ops->set_logit_offset(m->be, off);
+	pthread_rwlock_unlock(&m->lock);
+	return rc;
+}
+
+int
 model_train_step(struct model *m, const float *x, const uint8_t *y, int n,
     const struct sgd_hparams *h, float *loss)
 {

@@ -71,6 +71,10 @@ void model_free(struct model *m);
 /* One SGD step (forward, backward, momentum update) on n samples. */
 int model_train_step(struct model *m, const float *x, const uint8_t *y, int n,
     const struct sgd_hparams *h, float *loss);
+/* Offsets (one per class, copied; NULL: none) added to the logits in the
+ * training loss, not in evaluation. -ENOTSUP for an external trainer's
+ * model, which has no loss here. */
+int model_set_logit_offset(struct model *m, const float *off);
 /* Mean loss and accuracy over n samples, evaluated in batches. */
 int model_evaluate(struct model *m, const float *x, const uint8_t *y, size_t n,
     double *loss, double *accuracy);

@@ -92,6 +92,10 @@ void train_free(struct trainer *t);
 /* The density of an exchange at step s of total: density_start growing to
  * density as (s / total)^2, or density without density_start. */
 double train_density_at(const struct config *cfg, uint64_t s, uint64_t total);
+/* The offsets, one per class, that logit_adjust tau adds to the logits of
+ * a shard idx[0..n) of the training labels (exposed for tests). */
+int train_logit_offset(double tau, const uint8_t *labels, size_t train_n,
+    const size_t *idx, size_t n, int classes, float *off);
 /* The learning rate at step s of total (exposed for tests). */
 double train_lr_at(const struct config *cfg, uint64_t s, uint64_t steps_per_epoch,
     uint64_t total);

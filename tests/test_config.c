@@ -94,8 +94,8 @@ main(void)
 	CHECKF(c.model.nlayers == 3 && c.model.sizes[1] == 256, "default model");
 	CHECKF(c.close_budget == 8 && c.close_distance == 0.01 && c.close_density == 0.5 &&
 	    c.close_timeout == 60, "closing phase defaults");
-	CHECKF(c.lr == 0.1 && c.momentum == 0.8 && c.density == 0.04 && c.density_start == 0,
-	    "optimiser and density defaults");
+	CHECKF(c.lr == 0.1 && c.momentum == 0.8 && c.density == 0.04 && c.density_start == 0 &&
+	    c.logit_adjust == 1, "optimiser and density defaults");
 	CHECKF(c.control != NULL && strstr(c.control, "default.sock") != NULL,
 	    "default control path %s", c.control ? c.control : "(null)");
 	config_free(&c);
@@ -159,6 +159,8 @@ main(void)
 		{ "close_distance", { "--close-distance", "-0.01" } },
 		{ "density_start", { "--density-start", "-0.01" } },
 		{ "density_start", { "--density-start", "1.5" } },
+		{ "logit_adjust", { "--logit-adjust", "-0.5" } },
+		{ "logit_adjust", { "--logit-adjust", "11" } },
 		{ "close_density", { "--close-density", "0" } },
 		{ "close_density", { "--close-density", "1.5" } },
 		{ "close_timeout", { "--close-timeout", "0" } },

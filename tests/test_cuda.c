@@ -248,7 +248,7 @@ compare(const char *specstr, int max_batch)
 	    .weight_decay = 5e-4f };
 	struct errbuf err;
 	int ns[3] = { 1, max_batch / 2 + 1, max_batch };
-	float *x, *v, *gc, *gg, *bx, *ex;
+	float *x, *v, *gc, *gg, *bx, *ex, *loff;
 	uint8_t *by, *ey;
 	size_t d, in;
 	char what[160];
@@ -275,6 +275,9 @@ compare(const char *specstr, int max_batch)
 	ex = xmalloc((size_t)max_batch * in * sizeof(float));
 	by = xmalloc((size_t)max_batch);
 	ey = xmalloc((size_t)max_batch);
+	loff = xmalloc((size_t)spec.sizes[spec.nlayers] * sizeof(float));
+	for (int c = 0; c < spec.sizes[spec.nlayers]; c++)
+		loff[c] = 1.5f * (float)(c % 3) - 2.0f;
 
 	/* Parameters round-trip exactly. */
 	fill_params(&spec, x, v, d);
@@ -295,6 +298,10 @@ compare(const char *specstr, int max_batch)
 
 		fill_batch(&spec, bx, by, n);
 		fill_batch(&spec, ex, ey, n);
+		/* The middle batch trains with logit offsets (evaluate ignores them). */
+		CHECKF(cpu->ops->set_logit_offset(cpu, t == 1 ? loff : NULL) == 0 &&
+		    gpu->ops->set_logit_offset(gpu, t == 1 ? loff : NULL) == 0,
+		    "%s: set_logit_offset", specstr);
 		CHECKF(cpu->ops->forward_backward(cpu, bx, by, n, &lc) == 0,
 		    "cpu forward_backward");
 		rc = gpu->ops->forward_backward(gpu, bx, by, n, &lg);
@@ -367,6 +374,7 @@ compare(const char *specstr, int max_batch)
 	free(bx);
 	free(ex);
 	free(by);
+	free(loff);
 	free(ey);
 	cpu->ops->free(cpu);
 	gpu->ops->free(gpu);

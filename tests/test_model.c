@@ -594,6 +594,56 @@ test_deferred_mix(void)
 	model_free(m);
 }
 
+/*
+ * Logit offsets act on the training loss exactly as the same shift of the
+ * last bias would (same loss, same gradient), and not on evaluation.
+ */
+static void
+test_logit_offset(void)
+{
+	enum { N = 8 };
+	struct model *m = new_model("12-9-5", N, 3);
+	size_t d = m->d;
+	int dim = m->spec.sizes[0], k = m->spec.sizes[m->spec.nlayers];
+	float *x = malloc(d * sizeof(float)), *g1 = malloc(d * sizeof(float)),
+	    *g2 = malloc(d * sizeof(float)), off[5], xb[N * 12], l1, l2;
+	double e0, a0, e1, a1, maxerr = 0.0;
+	uint8_t yb[N];
+
+	fill_batch(xb, yb, N, dim, k);
+	CHECK(model_snapshot(m, x, NULL) == 0);
+	for (size_t i = 0; i < d; i++)
+		x[i] = (float)(0.5 * rnd_normal());
+	CHECK(model_restore(m, x, NULL) == 0);
+	CHECK(model_evaluate(m, xb, yb, N, &e0, &a0) == 0);
+	for (int c = 0; c < k; c++)
+		off[c] = 0.7f * (float)c - 1.5f;
+	CHECK(model_set_logit_offset(m, off) == 0);
+	CHECK(m->be->ops->forward_backward(m->be, xb, yb, N, &l1) == 0);
+	CHECK(m->be->ops->get_grad(m->be, g1) == 0);
+	CHECK(model_evaluate(m, xb, yb, N, &e1, &a1) == 0);
+	CHECK(e1 == e0 && a1 == a0);
+	/* The last layer's bias ends the vector. */
+	CHECK(model_set_logit_offset(m, NULL) == 0);
+	for (int c = 0; c < k; c++)
+		x[d - (size_t)k + (size_t)c] += off[c];
+	CHECK(model_restore(m, x, NULL) == 0);
+	CHECK(m->be->ops->forward_backward(m->be, xb, yb, N, &l2) == 0);
+	CHECK(m->be->ops->get_grad(m->be, g2) == 0);
+	CHECK(fabsf(l1 - l2) <= 1e-5f * fabsf(l2));
+	for (size_t i = 0; i < d; i++)
+		maxerr = fmax(maxerr, fabs((double)g1[i] - (double)g2[i]) /
+		    fmax(fabs((double)g2[i]), 1e-4));
+	printf("logit offsets: loss %.6f = %.6f with the bias shifted, gradient max"
+	    " relative difference %.2e\n", (double)l1, (double)l2, maxerr);
+	CHECK(maxerr < 1e-4);
+	CHECK(fabsf(l1 - (float)e0) > 1e-3f);	/* the offsets did change the loss */
+	free(x);
+	free(g1);
+	free(g2);
+	model_free(m);
+}
+
 int
 main(void)
 {
@@ -605,6 +655,7 @@ main(void)
 	test_gradient("3-16-16-16-2");	/* whole vectors */
 	test_gradient("5-33-18-3");	/* vectors and tails */
 	test_evaluate();
+	test_logit_offset();
 	test_determinism();
 	test_ranges();
 	test_snapshot_restore();

@@ -2,10 +2,12 @@
  * Unit test of the trainer's learning-rate schedule (linear warm-up, then
  * cosine down to zero at the last step, or steps of gamma, or constant)
  * and of its step budget: the same for every shard of a job, and with iid
- * shards the one a pass over the shard gave before epochs were the job's.
+ * shards the one a pass over the shard gave before epochs were the job's,
+ * and of the logit offsets of a shard's label shares.
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "check.h"
@@ -78,6 +80,59 @@ test_budget(void)
 	}
 }
 
+/*
+ * Offsets of 100 labels (classes 0-4 hold 10, 10, 20, 20, 40; class 5
+ * none) over shards: the whole set gets none, nor (to the pseudo-samples)
+ * a shard with the set's shares; a shard richer in a class than the set
+ * gets tau ln(how much richer) for it; a class the shard lacks gets about
+ * -tau ln(shard size x the set's share of it).
+ */
+static void
+test_logit_offset(void)
+{
+	static const int count[5] = { 5, 5, 10, 10, 20 };
+	uint8_t y[100];
+	size_t all[100], half[50], skew[40], n = 0;
+	float off[6];
+	int c;
+
+	for (c = 0; c < 5; c++)
+		for (int i = 0; i < count[c]; i++)
+			y[n++] = (uint8_t)c;
+	for (size_t i = 0; i < 50; i++)
+		y[50 + i] = y[i];
+	for (size_t i = 0; i < 100; i++)
+		all[i] = i;
+	for (size_t i = 0; i < 50; i++)
+		half[i] = i;
+	CHECK(train_logit_offset(1.0, y, 100, all, 100, 6, off) == 0);
+	for (c = 0; c < 6; c++)
+		CHECKF(fabsf(off[c]) < 1e-6f, "whole set, class %d: %g", c, (double)off[c]);
+	CHECK(train_logit_offset(1.0, y, 100, half, 50, 6, off) == 0);
+	for (c = 0; c < 5; c++)
+		CHECKF(fabsf(off[c]) < 0.1f, "same shares, class %d: %g", c, (double)off[c]);
+	/* 30 of class 4 and 10 of class 0: n 40, 6 pseudo-samples. */
+	for (size_t i = 0; i < 20; i++)
+		skew[i] = 30 + i;
+	for (size_t i = 0; i < 10; i++)
+		skew[20 + i] = 80 + i;
+	for (size_t i = 0; i < 5; i++) {
+		skew[30 + i] = i;
+		skew[35 + i] = 50 + i;
+	}
+	for (size_t i = 0; i < 40; i++)
+		CHECKF(y[skew[i]] == (i < 30 ? 4 : 0), "shard label %zu", i);
+	CHECK(train_logit_offset(2.0, y, 100, skew, 40, 6, off) == 0);
+	CHECKF(fabs(off[4] - 2 * log(31.0 / 46 * 106 / 41)) < 1e-5, "rich: %g", (double)off[4]);
+	CHECKF(fabs(off[0] - 2 * log(11.0 / 46 * 106 / 11)) < 1e-5, "richer: %g",
+	    (double)off[0]);
+	CHECKF(fabs(off[1] - 2 * log(1.0 / 46 * 106 / 11)) < 1e-5, "lacking: %g",
+	    (double)off[1]);
+	CHECKF(off[0] > off[4] && off[4] > 1.0f && off[1] < -3.0f && off[3] < off[1],
+	    "order: %g %g %g %g %g", (double)off[0], (double)off[1], (double)off[2],
+	    (double)off[3], (double)off[4]);
+}
+
 int
 main(void)
 {
@@ -125,5 +180,6 @@ main(void)
 	CHECKF(fabs(train_density_at(&c, 0, total) - 0.05) < 1e-12, "start above density");
 	config_free(&c);
 	test_budget();
+	test_logit_offset();
 	return check_exit("test_train");
 }
