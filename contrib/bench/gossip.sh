@@ -53,9 +53,10 @@
 #   POLL [0.5]      seconds between status polls of the gossipd peers
 #   GOSSIPD_OPTS [] more options for every gossipd (e.g. --select random)
 #   KILL_AT []      churn in every gossipd run: SIGKILL the last peer this
-#                   many seconds after launch, or when the first peer's
-#                   state is `closing` (KILL_AT=closing); its shard then has
-#                   no final model, the survivors are what is reported
+#                   many seconds after launch, or when peer 0's state is
+#                   `closing` (KILL_AT=closing: the last peer then keeps
+#                   closing until killed); its shard then has no final
+#                   model, the survivors are what is reported
 #   JOIN_AT []      seconds after launch (or `closing`) a new peer joins
 #                   through peer 0 (--join) with the last peer's shard;
 #                   its final model counts like the others'
@@ -115,11 +116,15 @@ stop_all() {
 
 # peer I JOIN EXTRA_OPTIONS...: start $name's gossipd peer I on port
 # base+I, with shard I (a joiner, I = npeers: the last one's); JOIN is
-# empty or a member to join through.
+# empty or a member to join through. With KILL_AT=closing the last peer
+# keeps closing until it is killed (or --close-timeout): peers reach their
+# closing phases seconds apart where the cores are busy, and one that ended
+# by distance before peer 0's began had left when the kill came.
 peer() {
-	local i=$1 join=$2 shard=$1
+	local i=$1 join=$2 shard=$1 victim=
 	shift 2
 	[ "$i" -lt "$npeers" ] || shard=$((npeers - 1))
+	[ "$kill_at" = closing ] && [ "$i" -eq $((npeers - 1)) ] && victim="--close-distance 0 --close-budget 1000"
 	mkdir -p "$dir/ckpt$i"
 	# shellcheck disable=SC2086 # GOSSIPD_OPTS is a list of words
 	fleet_gossipd "p$i" --listen "127.0.0.1:$((base + i))" --key-file "$FLEET_DIR/$name.key" \
@@ -128,11 +133,12 @@ peer() {
 		--eval-every "$eval_every" --eval-samples "$eval_samples" \
 		--interval "$interval" \
 		--checkpoint-dir "$dir/ckpt$i" --checkpoint-every 100000000 \
-		--checkpoint-keep 1 "$@" $extra
+		--checkpoint-keep 1 "$@" $extra $victim
 	echo "$i $(fleet_pid "p$i")" >>"$dir/pids"
 }
 
-# due WHEN: has the moment WHEN (seconds after t0, or `closing`) come?
+# due WHEN: has the moment WHEN (seconds after t0, or `closing`: peer 0
+# is in its closing phase) come?
 due() {
 	case $1 in
 	closing) [ "$(fleet_ctl p0 --json status 2>/dev/null | fleet_json .state 2>/dev/null)" = closing ] ;;
@@ -177,6 +183,7 @@ run_gossip() {
 	fleet_up launch "$@"
 	local killed= joined= polled=$npeers churn=
 	[ -n "$kill_at" ] && churn=" (SIGKILL at $kill_at)"
+	[ "$kill_at" = closing ] && churn="$churn (the victim closing until killed)"
 	[ -n "$join_at" ] && churn="$churn (join at $join_at)"
 	# Poll every peer's status (and, as a cross-check, the bytes_sent of
 	# each process's TCP sockets) until all are gone or the limit passes.
