@@ -53,10 +53,11 @@
 #   POLL [0.5]      seconds between status polls of the gossipd peers
 #   GOSSIPD_OPTS [] more options for every gossipd (e.g. --select random)
 #   KILL_AT []      churn in every gossipd run: SIGKILL the last peer this
-#                   many seconds after launch, or when peer 0's state is
-#                   `closing` (KILL_AT=closing: the last peer then keeps
-#                   closing until killed); its shard then has no final
-#                   model, the survivors are what is reported
+#                   many seconds after launch, or at the first poll that
+#                   finds another peer in state `closing` (KILL_AT=closing:
+#                   the last peer then keeps closing until killed); its
+#                   shard then has no final model, the survivors are what
+#                   is reported
 #   JOIN_AT []      seconds after launch (or `closing`) a new peer joins
 #                   through peer 0 (--join) with the last peer's shard;
 #                   its final model counts like the others'
@@ -137,11 +138,13 @@ peer() {
 	echo "$i $(fleet_pid "p$i")" >>"$dir/pids"
 }
 
-# due WHEN: has the moment WHEN (seconds after t0, or `closing`: peer 0
-# is in its closing phase) come?
+# due WHEN: has the moment WHEN (seconds after t0, or `closing`: a poll
+# found peer $closer, not the last one, in its closing phase) come? Every
+# poll looks at every peer: a phase that ends by distance can be over
+# between two polls of one peer.
 due() {
 	case $1 in
-	closing) [ "$(fleet_ctl p0 --json status 2>/dev/null | fleet_json .state 2>/dev/null)" = closing ] ;;
+	closing) [ -n "$closer" ] ;;
 	*) [ "$(echo "$(now) - $t0 >= $1" | bc)" = 1 ] ;;
 	esac
 }
@@ -182,6 +185,7 @@ run_gossip() {
 	fleet_keygen "$FLEET_DIR/$name.key"
 	fleet_up launch "$@"
 	local killed= joined= polled=$npeers churn=
+	closer=
 	[ -n "$kill_at" ] && churn=" (SIGKILL at $kill_at)"
 	[ "$kill_at" = closing ] && churn="$churn (the victim closing until killed)"
 	[ -n "$join_at" ] && churn="$churn (join at $join_at)"
@@ -196,6 +200,17 @@ run_gossip() {
 			stop_all
 			break
 		fi
+		i=0
+		while [ $i -lt "$polled" ]; do
+			t=$(now)
+			if st=$(fleet_ctl "p$i" --json status 2>/dev/null); then
+				echo "$t $i $st" >>"$dir/status.txt"
+				case $closer:$st in
+				:*'"state":"closing"'*) [ "$i" -ge $((npeers - 1)) ] || closer=$i ;;
+				esac
+			fi
+			i=$((i + 1))
+		done
 		if [ -n "$kill_at" ] && [ -z "$killed" ] && due "$kill_at"; then
 			echo "== $name: SIGKILL p$((npeers - 1)) at $(echo "$(now) - $t0" | bc) s" >&2
 			fleet_kill KILL "p$((npeers - 1))"
@@ -207,14 +222,6 @@ run_gossip() {
 			joined=1
 			polled=$((npeers + 1))
 		fi
-		i=0
-		while [ $i -lt "$polled" ]; do
-			t=$(now)
-			if st=$(fleet_ctl "p$i" --json status 2>/dev/null); then
-				echo "$t $i $st" >>"$dir/status.txt"
-			fi
-			i=$((i + 1))
-		done
 		t=$(now)
 		ss -tinpH 2>/dev/null | awk -v t="$t" '
 			/^[^ \t]/ { pid = ""; if (match($0, /pid=[0-9]+,/)) pid = substr($0, RSTART + 4, RLENGTH - 5); next }
