@@ -222,7 +222,7 @@ session_derive(struct session *s, enum aead_suite suite)
 
 int
 session_hello_make(const struct session_ctx *c, struct session_hs *hs,
-    const char *self_addr)
+    const char *self_addr, uint64_t held)
 {
 	struct wire_hello hl;
 
@@ -231,7 +231,8 @@ session_hello_make(const struct session_ctx *c, struct session_hs *hs,
 	memset(&hl, 0, sizeof(hl));
 	crypto_kx_keypair(hs->pk, hs->sk);
 	memcpy(hl.pk, hs->pk, sizeof(hl.pk));
-	hl.stamp = session_stamp();
+	hl.stamp = hs->stamp = session_stamp();
+	hl.held = held;
 	hl.suites = c->suites;
 	strcpy(hl.addr, self_addr);
 	hs->hello_len = hello_frame(c, WIRE_T_HELLO, 0, &hl, NULL, 0,

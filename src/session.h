@@ -5,8 +5,10 @@
  *
  * Handshake (one per direction of traffic: the peer that wants to send
  * starts it, so two peers may hold two sessions, one started by each):
- *	I -> R  HELLO      header | I's ephemeral kx pk, stamp, listen addr | MAC
+ *	I -> R  HELLO      header | I's ephemeral kx pk, stamp, held, listen addr | MAC
  *	R -> I  HELLO_ACK  header | R's ephemeral kx pk, stamp, listen addr | MAC
+ * (held: the stamp of R's HELLO whose session I holds, for transport to
+ * tell a peer that lost R's session from one that only renews its own.)
  * The MACs are keyed BLAKE2b under a crypto_kdf subkey of the job key; the
  * HELLO_ACK's MAC also covers the whole HELLO, binding the answer to it.
  * Both sides then run crypto_kx (I as client), giving one key per direction:
@@ -81,14 +83,16 @@ struct session_hs {
 	uint8_t		sk[32];
 	uint8_t		hello[SESSION_HELLO_FRAME_MAX];
 	size_t		hello_len;
+	uint64_t	stamp;		/* the HELLO's */
 };
 
 /* A stamp that grows strictly, also across restarts (wall clock, ns). */
 uint64_t session_stamp(void);
 
-/* Fill hs with a fresh ephemeral key pair and the HELLO frame. */
+/* Fill hs with a fresh ephemeral key pair and the HELLO frame; held is
+ * the stamp of the receiver's HELLO whose session we hold, or 0. */
 int session_hello_make(const struct session_ctx *c, struct session_hs *hs,
-    const char *self_addr);
+    const char *self_addr, uint64_t held);
 
 /*
  * Responder: check a decoded HELLO (h, frame[0..len)), derive the session

@@ -407,12 +407,14 @@ transport_peer_start_handshake(struct transport *t, struct tpeer *p)
 		transport_arm_tick(t, 0);
 		return;
 	}
-	if (session_hello_make(&t->ctx, &p->hs, t->listen) != 0) {
+	if (session_hello_make(&t->ctx, &p->hs, t->listen,
+	    p->in_ready ? p->in_stamp : 0) != 0) {
 		p->error = -EINVAL;
 		transport_arm_tick(t, 0);
 		return;
 	}
 	p->out_state = OUT_HELLO;
+	p->out_hello = p->hs.stamp;
 	p->hs_deadline = deadline_of(t, util_now(), 0, 0);
 	transport_send_frame(t, p, WIRE_T_HELLO, p->hs.hello, p->hs.hello_len);
 	transport_arm_tick(t, TICK_MS);

@@ -59,6 +59,28 @@ deliver(struct transport *t, struct tpeer *p, const struct wire_header *h,
 		send_ack(t, p, h->seq);
 }
 
+/*
+ * A peer says hello again when it lost our session (it restarted, or gave
+ * up on us): then what we sent it and never got acknowledged is lost and
+ * our outbound keys are dead. But it also says hello when only its own
+ * direction needs a new session (its handshake or messages to us timed
+ * out while ours lived), and a copy of a HELLO it abandoned may arrive
+ * late, after our handshake with it. Keep our outbound session when the
+ * HELLO names it as held, or when the HELLO is older than the peer's
+ * answer to ours (both stamps are the peer's clock, so no clock is
+ * compared across hosts); a restarted peer names nothing and is newer.
+ */
+static int
+hello_keeps_out(const struct tpeer *p, const struct wire_header *h,
+    const struct wire_hello *hl)
+{
+	if (p->out_state != OUT_READY)
+		return 1;
+	if (p->id != h->sender)
+		return 0;
+	return hl->held == p->out_hello || hl->stamp < p->out_acked;
+}
+
 static void
 on_hello(struct transport *t, const uint8_t *buf, size_t len,
     const struct wire_header *h)
@@ -89,13 +111,9 @@ on_hello(struct transport *t, const uint8_t *buf, size_t len,
 		transport_reject(t, WIRE_REJ_HANDSHAKE, "hello from an unreachable address");
 		return;
 	}
-	/*
-	 * A peer only says hello again after losing its state (restart, or
-	 * it gave up on us): what we sent it and never got acknowledged is
-	 * lost, and our outbound keys are dead.
-	 */
-	if ((p->in_ready || (p->id != 0 && p->id != h->sender)) &&
-	    p->out_state == OUT_READY) {
+	if (!hello_keeps_out(p, h, &hl)) {
+		log_debug("transport: %s said hello without our session: "
+		    "resetting ours", p->addr);
 		transport_peer_reset_out(t, p, -ECONNRESET);
 		if (p->queue != NULL)
 			transport_peer_start_handshake(t, p);
@@ -135,6 +153,7 @@ on_hello_ack(struct transport *t, const uint8_t *buf, size_t len,
 	p->id = h->sender;
 	p->out = out;
 	session_wipe(&out);
+	p->out_acked = hl.stamp;
 	p->out_state = OUT_READY;
 	log_debug("transport: outbound session to %s: %s", p->addr,
 	    aead_name(p->out.suite));

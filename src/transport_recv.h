@@ -85,6 +85,8 @@ struct tpeer {
 	struct session_hs	hs;
 	double			hs_deadline;
 	struct session		out;
+	uint64_t		out_hello;	/* stamps behind out: our HELLO's, */
+	uint64_t		out_acked;	/* and the peer's HELLO_ACK's */
 	struct tmsg		*queue, *queue_tail;	/* waiting for session */
 	struct tmsg		*inflight;		/* waiting for ACK */
 	double			tx_progress;	/* last ACK from it */

@@ -199,8 +199,9 @@ wire_hello_encode(const struct wire_hello *hl, uint8_t *out)
 
 	memcpy(out, hl->pk, WIRE_KX_PK_SIZE);
 	wire_put_u64(out + WIRE_KX_PK_SIZE, hl->stamp);
-	out[WIRE_KX_PK_SIZE + 8] = (uint8_t)alen;
-	out[WIRE_KX_PK_SIZE + 9] = hl->suites;
+	wire_put_u64(out + WIRE_KX_PK_SIZE + 8, hl->held);
+	out[WIRE_KX_PK_SIZE + 16] = (uint8_t)alen;
+	out[WIRE_KX_PK_SIZE + 17] = hl->suites;
 	memcpy(out + WIRE_HELLO_MIN, hl->addr, alen);
 }
 
@@ -211,7 +212,7 @@ wire_hello_decode(const uint8_t *buf, size_t len, struct wire_hello *hl)
 
 	if (len < WIRE_HELLO_MIN || len > WIRE_HELLO_MAX)
 		return -EBADMSG;
-	alen = buf[WIRE_KX_PK_SIZE + 8];
+	alen = buf[WIRE_KX_PK_SIZE + 16];
 	if (alen == 0 || alen > WIRE_ADDR_MAX || len != WIRE_HELLO_MIN + alen)
 		return -EBADMSG;
 	for (i = 0; i < alen; i++) {
@@ -222,7 +223,8 @@ wire_hello_decode(const uint8_t *buf, size_t len, struct wire_hello *hl)
 	}
 	memcpy(hl->pk, buf, WIRE_KX_PK_SIZE);
 	hl->stamp = wire_get_u64(buf + WIRE_KX_PK_SIZE);
-	hl->suites = buf[WIRE_KX_PK_SIZE + 9];
+	hl->held = wire_get_u64(buf + WIRE_KX_PK_SIZE + 8);
+	hl->suites = buf[WIRE_KX_PK_SIZE + 17];
 	memcpy(hl->addr, buf + WIRE_HELLO_MIN, alen);
 	hl->addr[alen] = '\0';
 	return 0;

@@ -26,7 +26,8 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC		0x44505347u	/* "GSPD" read as LE u32 */
-#define WIRE_VERSION		2	/* 2: HELLOs offer AEAD suites */
+#define WIRE_VERSION		3	/* 2: HELLOs offer AEAD suites; 3: and
+				 * name the session they hold */
 #define WIRE_HEADER_SIZE	56
 #define WIRE_MAC_SIZE		16
 #define WIRE_CHUNK_SIZE		(1u << 20)
@@ -88,18 +89,20 @@ struct wire_limits {
 };
 
 /* Handshake body (HELLO and HELLO_ACK): ephemeral kx key, a stamp that
- * only grows across the sender's restarts, the AEAD suites the sender
- * offers (a bitmask, see aead.h; bits it does not know a receiver
- * ignores) and its listen address:
- *	0 kx pk  32 stamp (u64)  40 address length (u8)  41 suites (u8)
- *	42 address */
+ * only grows across the sender's restarts, the stamp of the receiver's
+ * HELLO whose session the sender holds (0: none; a HELLO_ACK sends 0),
+ * the AEAD suites the sender offers (a bitmask, see aead.h; bits it does
+ * not know a receiver ignores) and its listen address:
+ *	0 kx pk  32 stamp (u64)  40 held (u64)  48 address length (u8)
+ *	49 suites (u8)  50 address */
 struct wire_hello {
 	uint8_t		pk[WIRE_KX_PK_SIZE];
 	uint64_t	stamp;
+	uint64_t	held;
 	uint8_t		suites;
 	char		addr[WIRE_ADDR_MAX + 1];
 };
-#define WIRE_HELLO_MIN		(WIRE_KX_PK_SIZE + 8 + 1 + 1)
+#define WIRE_HELLO_MIN		(WIRE_KX_PK_SIZE + 8 + 8 + 1 + 1)
 #define WIRE_HELLO_MAX		(WIRE_HELLO_MIN + WIRE_ADDR_MAX)
 
 /* Payload of an ACK: the acknowledged sequence number. */

@@ -924,7 +924,7 @@ evil_start(const char *victim, struct errbuf *err)
 		return rc;
 	session_ctx_init(&ev.ctx, g.key, g.job, g.id + 1000, g.max_size);
 	snprintf(host + strlen(host), sizeof(host) - strlen(host), ":%s", port);
-	session_hello_make(&ev.ctx, &ev.hs, host);
+	session_hello_make(&ev.ctx, &ev.hs, host, 0);
 	/* First a HELLO with a broken MAC: a handshake failure. */
 	memcpy(bad, ev.hs.hello, ev.hs.hello_len);
 	bad[ev.hs.hello_len - 1] ^= 1;

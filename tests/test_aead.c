@@ -229,7 +229,7 @@ check_agree(uint8_t ci_suites, uint8_t cr_suites, enum aead_suite want)
 	CHECK(session_ctx_init(&cr, (uint8_t[32]){ 1 }, "job", 2, 1 << 20) == 0);
 	ci.suites = ci_suites;
 	cr.suites = cr_suites;
-	CHECK(session_hello_make(&ci, &hs, "127.0.0.1:1") == 0);
+	CHECK(session_hello_make(&ci, &hs, "127.0.0.1:1", 0) == 0);
 	CHECK(wire_frame_decode(hs.hello, hs.hello_len, &cr.lim, &h, &why) == 0);
 	CHECK(session_hello_accept(&cr, hs.hello, hs.hello_len, &h,
 	    "127.0.0.1:2", &peer, &in, ack, &ack_len) == 0);

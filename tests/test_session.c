@@ -40,14 +40,15 @@ handshake(struct session_ctx *ci, struct session_ctx *cr, struct session *out,
 	uint8_t ack[SESSION_HELLO_FRAME_MAX];
 	size_t ack_len;
 
-	if (session_hello_make(ci, &hs, "127.0.0.1:20001") != 0)
+	if (session_hello_make(ci, &hs, "127.0.0.1:20001", 77) != 0)
 		return -1;
 	if (decode(cr, hs.hello, hs.hello_len, &h) != 0)
 		return -2;
 	if (session_hello_accept(cr, hs.hello, hs.hello_len, &h,
 	    "127.0.0.1:20002", &peer, in, ack, &ack_len) != 0)
 		return -3;
-	if (strcmp(peer.addr, "127.0.0.1:20001") != 0 || in->peer_id != 1)
+	if (strcmp(peer.addr, "127.0.0.1:20001") != 0 || in->peer_id != 1 ||
+	    peer.held != 77 || peer.stamp != hs.stamp)
 		return -4;
 	if (decode(ci, ack, ack_len, &h) != 0)
 		return -5;
@@ -84,7 +85,7 @@ test_handshake(void)
 	CHECK(memcmp(tmp.tx, out.tx, SESSION_KEY_SIZE) != 0);
 
 	/* Every flipped byte of a HELLO is caught (by decode or by MAC). */
-	session_hello_make(&ci, &hs, "127.0.0.1:20001");
+	session_hello_make(&ci, &hs, "127.0.0.1:20001", 0);
 	for (i = 0; i < hs.hello_len; i++) {
 		memcpy(bad, hs.hello, hs.hello_len);
 		bad[i] ^= 0x01;
@@ -100,7 +101,7 @@ test_handshake(void)
 	/* A HELLO claiming to come from the receiver itself. */
 	session_ctx_wipe(&cx);
 	CHECK(session_ctx_init(&cx, key, "job", 2, 1 << 20) == 0);
-	session_hello_make(&cx, &hs2, "127.0.0.1:20003");
+	session_hello_make(&cx, &hs2, "127.0.0.1:20003", 0);
 	CHECK(decode(&cr, hs2.hello, hs2.hello_len, &h) == 0);
 	CHECK(session_hello_accept(&cr, hs2.hello, hs2.hello_len, &h, "x:1",
 	    &peer, &tmp, ack, &ack_len) == -EBADMSG);
@@ -109,7 +110,7 @@ test_handshake(void)
 	CHECK(decode(&cr, hs.hello, hs.hello_len, &h) == 0);
 	CHECK(session_hello_accept(&cr, hs.hello, hs.hello_len, &h,
 	    "127.0.0.1:20002", &peer, &tmp, ack, &ack_len) == 0);
-	session_hello_make(&ci, &hs2, "127.0.0.1:20001");
+	session_hello_make(&ci, &hs2, "127.0.0.1:20001", 0);
 	CHECK(decode(&ci, ack, ack_len, &h) == 0);
 	CHECK(session_hello_finish(&ci, &hs2, ack, ack_len, &h, &peer, &tmp) ==
 	    -EBADMSG);

@@ -192,17 +192,20 @@ test_hello(void)
 	memset(&a, 0, sizeof(a));
 	memset(a.pk, 0x5a, sizeof(a.pk));
 	a.stamp = 0x1234567890abcdefull;
+	a.held = 0x0fedcba987654321ull;
+	a.suites = 3;
 	strcpy(a.addr, "127.0.0.1:20001");
 	n = wire_hello_size(&a);
 	CHECK(n == WIRE_HELLO_MIN + strlen(a.addr));
 	wire_hello_encode(&a, buf);
 	CHECK(wire_hello_decode(buf, n, &b) == 0);
 	CHECK(memcmp(a.pk, b.pk, sizeof(a.pk)) == 0 && b.stamp == a.stamp);
+	CHECK(b.held == a.held && b.suites == a.suites);
 	CHECK(strcmp(b.addr, a.addr) == 0);
 	CHECK(wire_hello_decode(buf, n - 1, &b) == -EBADMSG);
 	CHECK(wire_hello_decode(buf, n + 1, &b) == -EBADMSG);
 	CHECK(wire_hello_decode(buf, WIRE_HELLO_MIN - 1, &b) == -EBADMSG);
-	buf[WIRE_KX_PK_SIZE + 8] = 0;
+	buf[WIRE_KX_PK_SIZE + 16] = 0;	/* the address length */
 	CHECK(wire_hello_decode(buf, WIRE_HELLO_MIN, &b) == -EBADMSG);
 	wire_hello_encode(&a, buf);
 	buf[WIRE_HELLO_MIN + 3] = '\n';

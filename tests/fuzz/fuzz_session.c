@@ -42,7 +42,7 @@ fuzz_handshake(struct session *out, struct session *in)
 	uint8_t ack[SESSION_HELLO_FRAME_MAX];
 	size_t ack_len;
 
-	if (session_hello_make(&ci, &hs, "10.0.0.1:1") != 0 ||
+	if (session_hello_make(&ci, &hs, "10.0.0.1:1", 0) != 0 ||
 	    fuzz_decode(&cr, hs.hello, hs.hello_len, &h) != 0 ||
 	    session_hello_accept(&cr, hs.hello, hs.hello_len, &h, "10.0.0.2:2", &peer, in,
 	    ack, &ack_len) != 0 ||
@@ -101,7 +101,7 @@ fuzz_raw_hello(const uint8_t *p, size_t n)
 	if (fuzz_decode(&cr, p, n, &h) == 0 &&
 	    session_hello_accept(&cr, p, n, &h, "10.0.0.2:2", &peer, &s, ack, &ack_len) == 0)
 		abort();	/* forged HELLO accepted */
-	if (session_hello_make(&ci, &hs, "10.0.0.1:1") != 0)
+	if (session_hello_make(&ci, &hs, "10.0.0.1:1", 0) != 0)
 		abort();
 	if (fuzz_decode(&ci, p, n, &h) == 0 &&
 	    session_hello_finish(&ci, &hs, p, n, &h, &peer, &s) == 0)
@@ -137,7 +137,7 @@ fuzz_sealed_handshake(struct fuzz_in *in)
 	size_t ack_len;
 	int edited, ok;
 
-	if (session_hello_make(&ci, &hs, "10.0.0.1:1") != 0)
+	if (session_hello_make(&ci, &hs, "10.0.0.1:1", 0) != 0)
 		abort();
 	edited = fuzz_edit(in, hs.hello, hs.hello_len, fuzz_u8(in) % 8);
 	ok = fuzz_decode(&cr, hs.hello, hs.hello_len, &h) == 0 &&

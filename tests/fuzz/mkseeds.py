@@ -18,13 +18,14 @@ def put(name, seed, data):
 
 
 def header(typ, flags, payload_len, seq=1, chunks=0, job=JOB):
-    return struct.pack("<4sBBHQQQQQII", b"GSPD", 2, typ, flags, job, 1, 2, seq,
+    return struct.pack("<4sBBHQQQQQII", b"GSPD", 3, typ, flags, job, 1, 2, seq,
                        payload_len, 0, chunks)
 
 
 def hello(addr=b"10.0.0.1:1"):
-    # kx pk, stamp, address length, AEAD suites offered (aead.h), address
-    return bytes(range(32)) + struct.pack("<QBB", 12345, len(addr), 3) + addr
+    # kx pk, stamp, held session's stamp, address length, AEAD suites
+    # offered (aead.h), address
+    return bytes(range(32)) + struct.pack("<QQBB", 12345, 0, len(addr), 3) + addr
 
 
 # wire: selector byte, then a frame.
