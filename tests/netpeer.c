@@ -5,6 +5,8 @@
  *
  *   --peers A,B        sends every size of --sizes to each peer as an echo
  *                      request and checks the echoes byte for byte
+ *   --go FILE          ... once FILE exists (a test creates it when every
+ *                      peer is up, so that no handshake waits on a start)
  *   --expect-fail      ... and expects every one of those sends to fail
  *   --kill-test V,T    streams 64 MiB messages to V and small ones to T,
  *                      reports when V goes down and waits for it to return
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <sodium.h>
@@ -80,6 +83,8 @@ static struct {
 	int		expect_fail;
 	int		expect_done;
 	int		linger_s;
+	const char	*go;		/* sends wait for this file */
+	int		started;
 
 	int		done_got;
 	int		bad_content;
@@ -582,6 +587,10 @@ on_timer(uv_timer_t *h)
 	(void)h;
 	if (g.victim[0] != '\0')
 		kill_step();
+	if (!g.started && g.go != NULL && access(g.go, F_OK) == 0) {
+		g.started = 1;
+		start_sends();
+	}
 	check_finish();
 }
 
@@ -953,7 +962,8 @@ usage(void)
 	fprintf(stderr, "usage: netpeer --listen H:P --key FILE --job NAME "
 	    "--id N [--provider P] [--timeout MS] [--max-size N]\n"
 	    "  [--peers A,B] [--sizes N,M] [--expect-fail] [--expect-done N]\n"
-	    "  [--linger S] [--deadline S] [--kill-test V,T] [--evil V] [--raw TYPE:FILE]\n");
+	    "  [--linger S] [--deadline S] [--kill-test V,T] [--evil V] [--raw TYPE:FILE]\n"
+	    "  [--go FILE]\n");
 	exit(2);
 }
 
@@ -998,6 +1008,7 @@ main(int argc, char **argv)
 		{ "kill-test", required_argument, NULL, 'K' },
 		{ "evil", required_argument, NULL, 'E' },
 		{ "raw", required_argument, NULL, 'R' },
+		{ "go", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct transport_params tp;
@@ -1081,6 +1092,9 @@ main(int argc, char **argv)
 			if (raw_load(optarg) != 0)
 				usage();
 			break;
+		case 'G':
+			g.go = optarg;
+			break;
 		default:
 			usage();
 		}
@@ -1132,10 +1146,10 @@ main(int argc, char **argv)
 		uv_timer_start(&g.timer, on_timer, 200, 200);
 		if (g.raw != NULL && g.npeers > 0)
 			raw_sends();
-		else if (g.npeers > 0)
-			start_sends();
-		else
+		else if (g.npeers == 0)
 			g.finished = 1;
+		else if (g.go == NULL)
+			start_sends();
 	}
 	printf("ready %s\n", g.listen);
 	fflush(stdout);
