@@ -44,8 +44,24 @@ transport_arm_tick(struct transport *t, uint64_t first_ms)
 {
 	if (t->closing)
 		return;
-	if (first_ms == 0 || !uv_is_active((uv_handle_t *)&t->tick))
+	if (first_ms == 0 || !uv_is_active((uv_handle_t *)&t->tick)) {
+		t->tick_due = util_now() + first_ms / 1000.0;
 		uv_timer_start(&t->tick, on_tick, first_ms, TICK_MS);
+	}
+}
+
+/*
+ * The clock of every deadline: util_now() less the time this loop stood
+ * still (its own work, or the host's), seen as ticks coming late. A peer
+ * is not to blame for that time, and what it sent meanwhile is still
+ * waiting for the poll phase, which libuv runs after the timers: on the
+ * real clock, the first tick after a stall would give up on peers whose
+ * answers sit unread.
+ */
+double
+transport_now(const struct transport *t)
+{
+	return util_now() - t->stalled;
 }
 
 /*
@@ -383,9 +399,13 @@ on_tick(uv_timer_t *h)
 {
 	struct transport *t = h->data;
 	struct tpeer *p;
-	double now = util_now();
+	double now = util_now(), late = now - t->tick_due;
 	int busy = 0;
 
+	if (late > TICK_MS / 1000.0)
+		t->stalled += late;
+	t->tick_due = now + TICK_MS / 1000.0;
+	now = transport_now(t);
 	for (p = t->peers; p != NULL; p = p->next) {
 		if (p->error != 0)
 			peer_fail(t, p, p->error);
@@ -415,7 +435,7 @@ transport_peer_start_handshake(struct transport *t, struct tpeer *p)
 	}
 	p->out_state = OUT_HELLO;
 	p->out_hello = p->hs.stamp;
-	p->hs_deadline = deadline_of(t, util_now(), 0, 0);
+	p->hs_deadline = deadline_of(t, transport_now(t), 0, 0);
 	transport_send_frame(t, p, WIRE_T_HELLO, p->hs.hello, p->hs.hello_len);
 	transport_arm_tick(t, TICK_MS);
 }
@@ -544,7 +564,7 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 	m->len = len;
 	m->cb = cb;
 	m->arg = arg;
-	m->start = util_now();
+	m->start = transport_now(t);
 	transport_arm_tick(t, TICK_MS);
 	if (p->out_state == OUT_READY && p->queue == NULL &&
 	    peer_window_open(t, p, len)) {
@@ -619,7 +639,7 @@ transport_open(uv_loop_t *loop, const struct transport_params *p,
 	uv_timer_init(loop, &t->tick);
 	uv_timer_init(loop, &t->dispatch);
 	t->tick.data = t->dispatch.data = t;
-	uv_timer_start(&t->tick, on_tick, TICK_MS, TICK_MS);
+	transport_arm_tick(t, TICK_MS);
 	*out = t;
 	return 0;
 }

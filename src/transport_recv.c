@@ -43,7 +43,7 @@ deliver(struct transport *t, struct tpeer *p, const struct wire_header *h,
 
 	t->bytes_recv[h->type] += wire_bytes;
 	t->msgs_recv++;
-	p->rx_progress = util_now();
+	p->rx_progress = transport_now(t);
 	/* The ACK goes after the handler: a reply it sends is on the wire
 	 * first, so a request-reply round trip does not wait for an ACK's
 	 * sealing and posting on either side (and a handler that closed the
@@ -191,7 +191,7 @@ on_ack(struct transport *t, const uint8_t *buf, size_t len,
 		return;
 	}
 	session_replay_update(&p->out, h->seq);
-	p->tx_progress = util_now();
+	p->tx_progress = transport_now(t);
 	t->bytes_recv[WIRE_T_ACK] += len;
 	seq = wire_get_u64(pl);
 	for (pm = &p->inflight; (m = *pm) != NULL; pm = &m->next)
@@ -295,7 +295,7 @@ on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
 		return;
 	}
 	session_replay_update(&p->in, h->seq);
-	p->rx_progress = util_now();
+	p->rx_progress = transport_now(t);
 	pending = 0;
 	for (b = p->bodies; b != NULL; b = b->next)
 		pending += b->size;
@@ -314,7 +314,7 @@ on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
 	b->t = t;
 	b->peer = p;
 	b->h = *h;
-	b->start = util_now();
+	b->start = transport_now(t);
 	b->op.cb = on_body;
 	b->op.kind = FABRIC_OP_TRECV;
 	/* The receive matches any source; addr tells fabric whose transfer

@@ -109,6 +109,8 @@ struct transport {
 	struct tpeer		*peers;
 
 	uv_timer_t		tick;
+	double			tick_due;	/* util_now() the tick is due at */
+	double			stalled;	/* seconds the loop stood still */
 	uv_timer_t		dispatch;
 	struct tmsg		*done, *done_tail;
 	int			dispatching;	/* on_dispatch drains what is added */
@@ -134,6 +136,7 @@ struct transport {
 void transport_recv_frame(void *arg, const uint8_t *buf, size_t len, int status);
 
 /* In transport.c, for the receive path. */
+double transport_now(const struct transport *t);
 void transport_reject(struct transport *t, enum wire_reject r, const char *why);
 void transport_arm_tick(struct transport *t, uint64_t first_ms);
 uint64_t transport_body_budget(const struct transport *t);
