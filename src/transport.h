@@ -12,7 +12,8 @@
  * at TRANSPORT_MIN_RATE, counted from its start or
  * from the peer's last progress (an ACK, or a message from it), whichever
  * is later, so a backlog to a live peer drains while a silent peer is
- * given up after one timeout. Bodies in flight between two peers are held
+ * given up after one timeout; deadlines run on a clock that leaves out
+ * the time this loop stood still, which no peer is to blame for. Bodies in flight between two peers are held
  * to twice max_message_size: a receiver refuses announcements beyond that
  * (oversize), and a sender queues its messages to stay within it, so
  * peers that agree on max_message_size never trip it.
