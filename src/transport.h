@@ -13,10 +13,11 @@
  * from the peer's last progress (an ACK, or a message from it), whichever
  * is later, so a backlog to a live peer drains while a silent peer is
  * given up after one timeout; deadlines run on a clock that leaves out
- * the time this loop stood still, which no peer is to blame for. Bodies in flight between two peers are held
- * to twice max_message_size: a receiver refuses announcements beyond that
- * (oversize), and a sender queues its messages to stay within it, so
- * peers that agree on max_message_size never trip it.
+ * the time this loop stood still, which no peer is to blame for. Bodies
+ * in flight between two peers are held to twice max_message_size: a
+ * receiver refuses announcements beyond that (oversize), and a sender
+ * queues its messages to stay within it, so peers that agree on
+ * max_message_size never trip it.
  *
  * When a deadline of a peer passes (or the handshake's), the peer is
  * declared unreachable: all its operations fail
