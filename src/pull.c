@@ -68,6 +68,7 @@ struct pull_join {
 	float *dx;                /* donor i's answers at dx + i * d */
 	struct pull_slice *chunks;
 	size_t nchunks, have;
+	size_t asked;             /* chunks asked so far, in order */
 	struct pull_donor donors[PULL_MAX_DONORS];
 	int ndonors;
 	uint64_t step;
@@ -280,6 +281,16 @@ pull_ask(struct pull *p, size_t ci, double now)
 		j->failed = 1;
 }
 
+/* Ask the next chunks, up to PULL_WINDOW asked and not averaged. */
+static void
+pull_fill(struct pull *p, double now)
+{
+	struct pull_join *j = p->join;
+
+	while (!j->failed && j->asked < j->nchunks && j->asked - j->have < PULL_WINDOW)
+		pull_ask(p, j->asked++, now);
+}
+
 static void pull_settle(struct pull *p, size_t ci, double now);
 
 /* Donor di is out: its pending chunks go to the others, and so do its
@@ -291,7 +302,7 @@ pull_donor_fail(struct pull *p, int di, double now)
 	struct pull_join *j = p->join;
 
 	j->donors[di].failed = 1;
-	for (size_t ci = 0; ci < j->nchunks && !j->failed; ci++) {
+	for (size_t ci = 0; ci < j->asked && !j->failed; ci++) {
 		struct pull_slice *c = &j->chunks[ci];
 
 		if (c->have || (c->ask[di] != ASK_PENDING && c->ask[di] != ASK_ANSWERED))
@@ -391,10 +402,11 @@ pull_settle(struct pull *p, size_t ci, double now)
 	j->have++;
 	for (int i = 0; i < nfar; i++)
 		pull_reject(p, far[i], now, GOSSIP_REFUSE_FAR);
+	pull_fill(p, now);
 }
 
 /* A new attempt: donors drawn at random among live (so that joiners
- * spread the load), every chunk asked of every one. */
+ * spread the load), each chunk asked of every one. */
 static int
 pull_start(struct pull *p, double now, const char *const *live, size_t n)
 {
@@ -428,8 +440,7 @@ pull_start(struct pull *p, double now, const char *const *live, size_t n)
 		    live[order[i]]);
 	p->join = j;
 	j = NULL;
-	for (size_t i = 0; i < p->join->nchunks; i++)
-		pull_ask(p, i, now);
+	pull_fill(p, now);
 	rc = 0;
 out:
 	free(order);
@@ -570,7 +581,7 @@ pull_tick(struct pull *p, double now)
 	struct pull_join *j = p->join;
 	double next = -1;
 
-	for (size_t ci = 0; j != NULL && ci < j->nchunks && !j->failed; ci++) {
+	for (size_t ci = 0; j != NULL && ci < j->asked && !j->failed; ci++) {
 		struct pull_slice *c = &j->chunks[ci];
 
 		if (c->have)

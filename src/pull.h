@@ -7,8 +7,8 @@
  * answer sends its whole table a moment later), picks up to PULL_MAX_DONORS
  * donors at random among the live members (so joiners arriving together
  * spread over the job rather than all pulling from one peer), asks every
- * donor for every chunk of at most PULL_CHUNK_FLOATS at once, and averages
- * the answers chunk by chunk. A donor that fails, refuses, goes down or
+ * donor for each chunk of at most PULL_CHUNK_FLOATS, PULL_WINDOW chunks at
+ * a time, and averages the answers chunk by chunk. A donor that fails, refuses, goes down or
  * misses the deadline contributes nothing to a chunk; a chunk nobody
  * answered is asked again from the donors still standing; when every donor
  * has failed, the next pull_members call picks others. When every chunk
@@ -60,6 +60,13 @@ extern const struct proto pull_proto;
 #define PULL_DONOR_WAIT	1.0
 /* Largest slice of a model one CHUNK carries (floats). */
 #define PULL_CHUNK_FLOATS	(64 * 1024)
+/* Chunks asked and not averaged yet, at most: 8 MiB from each donor keeps
+ * its link busy, and a chunk's answers then come well within
+ * exchange_timeout of its asking whatever the model's size. Asking for
+ * every chunk at once made the deadlines of a large model's last chunks
+ * pass while the donors still served the first: they were asked again,
+ * and the late answers were wasted. */
+#define PULL_WINDOW		32
 #define PULL_REQ_SIZE		24
 #define PULL_CHUNK_HEADER	40
 

@@ -8,7 +8,8 @@
  * are asked; deadlines fail silent donors and re-ask chunks nobody
  * answered; corrupt, short, misaddressed and misplaced chunks are dropped
  * and counted; a donor that sends a non-finite or far chunk is dropped for
- * the whole model. The donor side serves exact slices, errors for what it
+ * the whole model; a model of more chunks than the window is asked a
+ * window at a time, each chunk with its own deadline. The donor side serves exact slices, errors for what it
  * cannot serve, and nothing while it is itself still pulling.
  */
 #include <errno.h>
@@ -30,6 +31,7 @@
 #define NPEER	6		/* the joiner (0) and up to five donors */
 #define QMAX	256
 #define SPEC	"784-100-10"
+#define SPEC_BIG "784-2800-10"	/* 2226010 parameters: 34 chunks */
 #define TIMEOUT	2.0
 
 struct peer {
@@ -104,14 +106,14 @@ fake_pulled(void *arg, const float *params, uint64_t step, const char *donors)
 /* The joiner and n donors, each donor's model its own (close enough to
  * the others' that none is far). */
 static void
-setup(int n)
+setup_spec(int n, const char *model)
 {
 	struct pull_ops ops = { fake_send, fake_step, fake_pulled, NULL };
 	struct model_spec spec;
 	struct errbuf err;
 	struct rng r;
 
-	REQUIRE(model_spec_parse(SPEC, &spec, &err) == 0);
+	REQUIRE(model_spec_parse(model, &spec, &err) == 0);
 	npeers = n + 1;
 	for (int i = 0; i < npeers; i++) {
 		struct peer *pe = &peers[i];
@@ -131,6 +133,12 @@ setup(int n)
 	pulled = pulled_rc = 0;
 	pulled_x = xmalloc(d * sizeof(float));
 	now = 0;
+}
+
+static void
+setup(int n)
+{
+	setup_spec(n, SPEC);
 }
 
 static void
@@ -602,6 +610,45 @@ test_poison(void)
 	}
 }
 
+/* More chunks than the window: PULL_WINDOW asked at first, the next as
+ * soon as one is averaged, due a timeout after it was asked (not after the
+ * pull started, which a large model's last chunks would outlast). */
+static void
+test_window(void)
+{
+	int who[PULL_MAX_DONORS], n = 0;
+	size_t nchunks;
+
+	setup_spec(3, SPEC_BIG);
+	nchunks = (d + PULL_CHUNK_FLOATS - 1) / PULL_CHUNK_FLOATS;
+	REQUIRE(nchunks > PULL_WINDOW + 1 && 3 * PULL_WINDOW <= QMAX);
+	members(3);
+	REQUIRE(chosen(who) == 3);
+	CHECK(nq == 3 * PULL_WINDOW && jstat("bootstrap", "requests") == 3 * PULL_WINDOW);
+	/* Every donor answers the window late in its deadline; chunk 0's
+	 * answers come in first. */
+	now = 0.75 * TIMEOUT;
+	pump(1, -1);
+	for (int i = 0; i < nheld; i++)
+		if (wire_get_u64(held[i].buf + 8) == 0)
+			deliver(&held[i]);
+		else
+			held[n++] = held[i];
+	nheld = n;
+	CHECK(nq == 3 && jstat("bootstrap", "requests") == 3 * (PULL_WINDOW + 1));
+	CHECK(pull_tick(peers[0].p, now) == TIMEOUT);
+	/* The rest of the window: the last chunks are asked now, due then. */
+	for (int i = 0; i < nheld; i++)
+		deliver(&held[i]);
+	nheld = 0;
+	CHECK(nq == 3 * (int)(nchunks - PULL_WINDOW));
+	CHECK(pull_tick(peers[0].p, now) == now + TIMEOUT);
+	pump(0, -1);
+	CHECK(pulled == 1 && mean_of(0, d, who, 3));
+	CHECK(jstat("bootstrap", "chunks") == -1);
+	teardown();
+}
+
 int
 main(void)
 {
@@ -615,5 +662,6 @@ main(void)
 	test_deadline();
 	test_bad_chunks();
 	test_poison();
+	test_window();
 	return check_exit("test_pull");
 }
