@@ -83,8 +83,7 @@ static struct {
 	int		expect_fail;
 	int		expect_done;
 	int		linger_s;
-	const char	*go;		/* sends wait for this file */
-	int		started;
+	const char	*go;		/* sends wait for this file; NULL once sent */
 
 	int		done_got;
 	int		bad_content;
@@ -587,8 +586,8 @@ on_timer(uv_timer_t *h)
 	(void)h;
 	if (g.victim[0] != '\0')
 		kill_step();
-	if (!g.started && g.go != NULL && access(g.go, F_OK) == 0) {
-		g.started = 1;
+	if (g.go != NULL && access(g.go, F_OK) == 0) {
+		g.go = NULL;
 		start_sends();
 	}
 	check_finish();
