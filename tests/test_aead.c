@@ -1,7 +1,8 @@
 /*
  * test_aead: the suites (RFC 8439's test vector; libcrypto and libsodium
  * give the same bytes on both sides of the size where aead switches
- * between them; round trip, in place, every tampered byte, wrong key,
+ * between them; AES-256-GCM seals each message under its own key, the
+ * documented derivation; round trip, in place, every tampered byte, wrong key,
  * nonce or additional data refused; distinct nonces across messages and
  * parts) and the agreement (the same pick from either side, whatever the
  * masks, and sessions that end up on the same suite in a real handshake,
@@ -20,8 +21,22 @@
 #include "wire.h"
 
 static const enum aead_suite suites[] = {
-	AEAD_XCHACHA20_POLY1305, AEAD_CHACHA20_POLY1305,
+	AEAD_XCHACHA20_POLY1305, AEAD_CHACHA20_POLY1305, AEAD_AES256_GCM,
 };
+
+/* AES-256-GCM is offered only on CPUs with AES-NI and carry-less
+ * multiply; where it is, both ends of a handshake prefer it. */
+static int
+have_aes(void)
+{
+	return (aead_offer() & AEAD_BIT(AEAD_AES256_GCM)) != 0;
+}
+
+static enum aead_suite
+best(void)
+{
+	return have_aes() ? AEAD_AES256_GCM : AEAD_CHACHA20_POLY1305;
+}
 
 static void
 test_pick(void)
@@ -29,14 +44,18 @@ test_pick(void)
 	unsigned a, b;
 
 	CHECK(aead_offer() & AEAD_BIT(AEAD_XCHACHA20_POLY1305));
-	CHECK(aead_pick(aead_offer(), aead_offer()) == AEAD_CHACHA20_POLY1305);
+	CHECK(aead_offer() & AEAD_BIT(AEAD_CHACHA20_POLY1305));
+	CHECK(have_aes() == crypto_aead_aes256gcm_is_available());
+	CHECK(aead_pick(aead_offer(), aead_offer()) == best());
+	/* A peer on a CPU without AES instructions gets ChaCha20. */
+	CHECK(aead_pick(aead_offer(), AEAD_BIT(AEAD_XCHACHA20_POLY1305) |
+	    AEAD_BIT(AEAD_CHACHA20_POLY1305)) == AEAD_CHACHA20_POLY1305);
 	/* A peer that offers only the floor, or nothing, gets the floor. */
 	CHECK(aead_pick(aead_offer(), AEAD_BIT(AEAD_XCHACHA20_POLY1305)) ==
 	    AEAD_XCHACHA20_POLY1305);
 	CHECK(aead_pick(aead_offer(), 0) == AEAD_XCHACHA20_POLY1305);
 	/* Bits of suites this build does not know change nothing. */
-	CHECK(aead_pick(aead_offer(), 0xf0 | aead_offer()) ==
-	    AEAD_CHACHA20_POLY1305);
+	CHECK(aead_pick(aead_offer(), 0xf0 | aead_offer()) == best());
 	CHECK(aead_pick(0xf0, 0xf0) == AEAD_XCHACHA20_POLY1305);
 	/* Both ends agree whatever the two masks are. */
 	for (a = 0; a < 256; a++)
@@ -44,6 +63,7 @@ test_pick(void)
 			CHECK(aead_pick((uint8_t)a, (uint8_t)b) ==
 			    aead_pick((uint8_t)b, (uint8_t)a));
 	CHECK(strcmp(aead_name(AEAD_CHACHA20_POLY1305), "chacha20-poly1305") == 0);
+	CHECK(strcmp(aead_name(AEAD_AES256_GCM), "aes256-gcm") == 0);
 	CHECK(strcmp(aead_name(AEAD_SUITE_COUNT), "unknown") == 0);
 }
 
@@ -95,6 +115,50 @@ test_same_bytes(void)
 		    sizeof(ad), m, sizes[i], c) == 0);
 		CHECK(memcmp(c, ref, sizes[i] + AEAD_TAG_SIZE) == 0);
 	}
+	free(m);
+	free(c);
+	free(ref);
+}
+
+/*
+ * AES-256-GCM seals message seq under BLAKE2b-KDF(session key, seq,
+ * "gdmsgkey"), libcrypto and libsodium alike, so every message has a key
+ * of its own: the layout two builds must share, pinned here against
+ * libsodium's GCM with the key derived by hand.
+ */
+static void
+test_aes_message_key(void)
+{
+	static const size_t sizes[] = { 0, 64, 1023, 1024, 1025, 70001 };
+	uint8_t key[AEAD_KEY_SIZE], mk[AEAD_KEY_SIZE], n[12];
+	uint8_t ad[WIRE_HEADER_SIZE];
+	uint8_t *m = malloc(70001), *c = malloc(70001 + AEAD_TAG_SIZE);
+	uint8_t *ref = malloc(70001 + AEAD_TAG_SIZE);
+	size_t i;
+
+	if (!have_aes()) {
+		printf("# test_aead: no AES instructions, AES-256-GCM not offered\n");
+		goto out;
+	}
+	randombytes_buf(key, sizeof(key));
+	randombytes_buf(ad, sizeof(ad));
+	randombytes_buf(m, 70001);
+	memset(n, 0, sizeof(n));
+	wire_put_u64(n, 42);
+	wire_put_u32(n + 8, 3);
+	crypto_kdf_derive_from_key(mk, sizeof(mk), 42, "gdmsgkey", key);
+	for (i = 0; i < GD_ARRAY_SIZE(sizes); i++) {
+		crypto_aead_aes256gcm_encrypt(ref, NULL, m, sizes[i], ad,
+		    sizeof(ad), NULL, n, mk);
+		CHECK(aead_seal(AEAD_AES256_GCM, key, 42, 3, ad, sizeof(ad), m,
+		    sizes[i], c) == 0);
+		CHECK(memcmp(c, ref, sizes[i] + AEAD_TAG_SIZE) == 0);
+		/* The session key itself seals nothing. */
+		crypto_aead_aes256gcm_encrypt(ref, NULL, m, sizes[i], ad,
+		    sizeof(ad), NULL, n, key);
+		CHECK(memcmp(c, ref, sizes[i] + AEAD_TAG_SIZE) != 0);
+	}
+out:
 	free(m);
 	free(c);
 	free(ref);
@@ -202,6 +266,8 @@ test_suites(void)
 	size_t i, j;
 
 	for (i = 0; i < GD_ARRAY_SIZE(suites); i++) {
+		if (!(aead_offer() & AEAD_BIT(suites[i])))
+			continue;
 		for (j = 0; j < GD_ARRAY_SIZE(sizes); j++)
 			check_suite(suites[i], sizes[j]);
 		check_nonces(suites[i]);
@@ -248,8 +314,8 @@ check_agree(uint8_t ci_suites, uint8_t cr_suites, enum aead_suite want)
 	/* The other direction's key, or the other suite, does not open. */
 	CHECK(session_seal(&out, ad, 2, 0, m, sizeof(m), c) == 0);
 	CHECK(session_open(&out, ad, 2, 0, c, sizeof(c), d) == -EBADMSG);
-	in.suite = want == AEAD_CHACHA20_POLY1305 ? AEAD_XCHACHA20_POLY1305 :
-	    AEAD_CHACHA20_POLY1305;
+	in.suite = want == AEAD_XCHACHA20_POLY1305 ? AEAD_CHACHA20_POLY1305 :
+	    AEAD_XCHACHA20_POLY1305;
 	CHECK(session_open(&in, ad, 2, 0, c, sizeof(c), d) == -EBADMSG);
 	session_wipe(&out);
 	session_wipe(&in);
@@ -261,12 +327,15 @@ static void
 test_agree(void)
 {
 	uint8_t all = aead_offer(), floor = AEAD_BIT(AEAD_XCHACHA20_POLY1305);
+	uint8_t no_aes = floor | AEAD_BIT(AEAD_CHACHA20_POLY1305);
 
-	check_agree(all, all, AEAD_CHACHA20_POLY1305);
+	check_agree(all, all, best());
+	check_agree(all, no_aes, AEAD_CHACHA20_POLY1305);
+	check_agree(no_aes, all, AEAD_CHACHA20_POLY1305);
 	check_agree(all, floor, AEAD_XCHACHA20_POLY1305);
 	check_agree(floor, all, AEAD_XCHACHA20_POLY1305);
 	check_agree(0, all, AEAD_XCHACHA20_POLY1305);
-	check_agree(all | 0x80, all, AEAD_CHACHA20_POLY1305);
+	check_agree(all | 0x80, all, best());
 }
 
 int
@@ -279,6 +348,7 @@ main(void)
 	test_pick();
 	test_rfc8439();
 	test_same_bytes();
+	test_aes_message_key();
 	test_suites();
 	test_agree();
 	return check_exit("test_aead");
