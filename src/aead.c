@@ -38,8 +38,8 @@ typedef int (*aead_seal_fn)(const uint8_t *key, const uint8_t *n,
     const uint8_t *ad, size_t adlen, const uint8_t *m, size_t mlen,
     uint8_t *c);
 typedef int (*aead_open_fn)(const uint8_t *key, const uint8_t *n,
-    const uint8_t *ad, size_t adlen, const uint8_t *c, size_t clen,
-    uint8_t *m);
+    const uint8_t *ad, size_t adlen, const uint8_t *c, size_t len,
+    const uint8_t *tag, uint8_t *m);
 
 static int
 xchacha_seal(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
@@ -52,10 +52,11 @@ xchacha_seal(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
 
 static int
 xchacha_open(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
-    size_t adlen, const uint8_t *c, size_t clen, uint8_t *m)
+    size_t adlen, const uint8_t *c, size_t len, const uint8_t *tag,
+    uint8_t *m)
 {
-	if (crypto_aead_xchacha20poly1305_ietf_decrypt(m, NULL, NULL, c, clen,
-	    ad, adlen, n, key) != 0)
+	if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(m, NULL, c,
+	    len, tag, ad, adlen, n, key) != 0)
 		return -EBADMSG;
 	return 0;
 }
@@ -91,17 +92,16 @@ evp_fetch(void)
 
 /*
  * An AEAD with a 12-byte nonce and a 16-byte tag through EVP. enc 1 seals
- * in into out and appends the tag; enc 0 checks the tag at in + len and
- * opens into out. EVP writes the plaintext before it checks the tag, so a
+ * in into out and writes the tag to tag; enc 0 checks tag and opens in
+ * into out. EVP writes the plaintext before it checks the tag, so a
  * failed open wipes it: callers never see unauthenticated bytes.
  */
 static int
 evp_aead(const EVP_CIPHER *cipher, int enc, const uint8_t *key,
     const uint8_t *n, const uint8_t *ad, size_t adlen, const uint8_t *in,
-    size_t len, uint8_t *out)
+    size_t len, uint8_t *tag, uint8_t *out)
 {
 	EVP_CIPHER_CTX *x;
-	uint8_t *tag = (uint8_t *)(enc ? out : in) + len;
 	int rc = -EBADMSG, n2;
 
 	if (cipher == NULL || (x = EVP_CIPHER_CTX_new()) == NULL)
@@ -133,7 +133,7 @@ chacha_seal(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
 {
 	if (mlen >= AEAD_EVP_MIN)
 		return evp_aead(evp_chacha20_poly1305, 1, key, n, ad, adlen, m,
-		    mlen, c);
+		    mlen, c + mlen, c);
 	crypto_aead_chacha20poly1305_ietf_encrypt(c, NULL, m, mlen, ad, adlen,
 	    NULL, n, key);
 	return 0;
@@ -141,13 +141,14 @@ chacha_seal(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
 
 static int
 chacha_open(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
-    size_t adlen, const uint8_t *c, size_t clen, uint8_t *m)
+    size_t adlen, const uint8_t *c, size_t len, const uint8_t *tag,
+    uint8_t *m)
 {
-	if (clen - AEAD_TAG_SIZE >= AEAD_EVP_MIN)
+	if (len >= AEAD_EVP_MIN)
 		return evp_aead(evp_chacha20_poly1305, 0, key, n, ad, adlen, c,
-		    clen - AEAD_TAG_SIZE, m);
-	if (crypto_aead_chacha20poly1305_ietf_decrypt(m, NULL, NULL, c, clen,
-	    ad, adlen, n, key) != 0)
+		    len, (uint8_t *)tag, m);
+	if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(m, NULL, c, len,
+	    tag, ad, adlen, n, key) != 0)
 		return -EBADMSG;
 	return 0;
 }
@@ -159,7 +160,8 @@ aes_seal(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
     size_t adlen, const uint8_t *m, size_t mlen, uint8_t *c)
 {
 	if (mlen >= AEAD_EVP_MIN)
-		return evp_aead(evp_aes256_gcm, 1, key, n, ad, adlen, m, mlen, c);
+		return evp_aead(evp_aes256_gcm, 1, key, n, ad, adlen, m, mlen,
+		    c + mlen, c);
 	crypto_aead_aes256gcm_encrypt(c, NULL, m, mlen, ad, adlen, NULL, n,
 	    key);
 	return 0;
@@ -167,13 +169,14 @@ aes_seal(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
 
 static int
 aes_open(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
-    size_t adlen, const uint8_t *c, size_t clen, uint8_t *m)
+    size_t adlen, const uint8_t *c, size_t len, const uint8_t *tag,
+    uint8_t *m)
 {
-	if (clen - AEAD_TAG_SIZE >= AEAD_EVP_MIN)
-		return evp_aead(evp_aes256_gcm, 0, key, n, ad, adlen, c,
-		    clen - AEAD_TAG_SIZE, m);
-	if (crypto_aead_aes256gcm_decrypt(m, NULL, NULL, c, clen, ad, adlen,
-	    n, key) != 0)
+	if (len >= AEAD_EVP_MIN)
+		return evp_aead(evp_aes256_gcm, 0, key, n, ad, adlen, c, len,
+		    (uint8_t *)tag, m);
+	if (crypto_aead_aes256gcm_decrypt_detached(m, NULL, c, len, tag, ad,
+	    adlen, n, key) != 0)
 		return -EBADMSG;
 	return 0;
 }
@@ -283,16 +286,26 @@ aead_open(enum aead_suite s, const uint8_t key[AEAD_KEY_SIZE],
     uint64_t seq, uint32_t part, const uint8_t *ad, size_t adlen,
     const uint8_t *c, size_t clen, uint8_t *m)
 {
+	if (clen < AEAD_TAG_SIZE)
+		return -EBADMSG;
+	return aead_open_detached(s, key, seq, part, ad, adlen, c,
+	    clen - AEAD_TAG_SIZE, c + clen - AEAD_TAG_SIZE, m);
+}
+
+int
+aead_open_detached(enum aead_suite s, const uint8_t key[AEAD_KEY_SIZE],
+    uint64_t seq, uint32_t part, const uint8_t *ad, size_t adlen,
+    const uint8_t *c, size_t len, const uint8_t tag[AEAD_TAG_SIZE],
+    uint8_t *m)
+{
 	uint8_t n[AEAD_NONCE_MAX], mk[AEAD_KEY_SIZE];
 	int rc;
 
 	if ((unsigned)s >= AEAD_SUITE_COUNT)
 		return -EINVAL;
-	if (clen < AEAD_TAG_SIZE)
-		return -EBADMSG;
 	make_nonce(n, seq, part);
 	rc = aead_impls[s].open(aead_key(s, key, seq, mk), n, ad, adlen, c,
-	    clen, m);
+	    len, tag, m);
 	sodium_memzero(mk, sizeof(mk));
 	return rc;
 }

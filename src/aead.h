@@ -67,5 +67,11 @@ int aead_seal(enum aead_suite s, const uint8_t key[AEAD_KEY_SIZE],
 int aead_open(enum aead_suite s, const uint8_t key[AEAD_KEY_SIZE],
     uint64_t seq, uint32_t part, const uint8_t *ad, size_t adlen,
     const uint8_t *c, size_t clen, uint8_t *m);
+/* The same with the tag apart from the len bytes of ciphertext c (a body
+ * chunk received in place, its tag beside it). */
+int aead_open_detached(enum aead_suite s, const uint8_t key[AEAD_KEY_SIZE],
+    uint64_t seq, uint32_t part, const uint8_t *ad, size_t adlen,
+    const uint8_t *c, size_t len, const uint8_t tag[AEAD_TAG_SIZE],
+    uint8_t *m);
 
 #endif

@@ -125,24 +125,36 @@ op_release_mr(struct fabric_op *op)
 		fi_close(&op->mr->fid);
 		op->mr = NULL;
 	}
+	if (op->mr2 != NULL) {
+		fi_close(&op->mr2->fid);
+		op->mr2 = NULL;
+	}
+}
+
+/* Register buf for op's direction where the provider wants it. */
+static ssize_t
+op_reg(struct fabric *f, const struct fabric_op *op, void *buf, size_t len,
+    struct fid_mr **mr)
+{
+	uint64_t acc = (op->kind == FABRIC_OP_SEND ||
+	    op->kind == FABRIC_OP_TSEND) ? FI_SEND : FI_RECV;
+
+	if (!f->need_mr || *mr != NULL || len == 0)
+		return 0;
+	return fi_mr_reg(f->domain, buf, len, acc, 0, 0, 0, mr, NULL);
 }
 
 /* Try to hand op to the provider once; returns 0, -FI_EAGAIN or an error. */
 static ssize_t
 post_once(struct fabric *f, struct fabric_op *op)
 {
-	void *desc = NULL;
+	void *desc = NULL, *descs[2];
+	struct iovec iov[2];
 	ssize_t rc;
 
-	if (f->need_mr && op->mr == NULL && op->len > 0) {
-		uint64_t acc = (op->kind == FABRIC_OP_SEND ||
-		    op->kind == FABRIC_OP_TSEND) ? FI_SEND : FI_RECV;
-
-		rc = fi_mr_reg(f->domain, op->buf, op->len, acc, 0, 0, 0,
-		    &op->mr, NULL);
-		if (rc != 0)
-			return rc;
-	}
+	if ((rc = op_reg(f, op, op->buf, op->len, &op->mr)) != 0 ||
+	    (rc = op_reg(f, op, op->buf2, op->len2, &op->mr2)) != 0)
+		return rc;
 	if (op->mr != NULL)
 		desc = fi_mr_desc(op->mr);
 	switch (op->kind) {
@@ -154,8 +166,17 @@ post_once(struct fabric *f, struct fabric_op *op)
 		    op);
 		break;
 	case FABRIC_OP_TRECV:
-		rc = fi_trecv(f->ep, op->buf, op->len, desc, FI_ADDR_UNSPEC,
-		    op->tag, 0, op);
+		if (op->len2 == 0) {
+			rc = fi_trecv(f->ep, op->buf, op->len, desc,
+			    FI_ADDR_UNSPEC, op->tag, 0, op);
+			break;
+		}
+		iov[0] = (struct iovec){ op->buf, op->len };
+		iov[1] = (struct iovec){ op->buf2, op->len2 };
+		descs[0] = desc;
+		descs[1] = op->mr2 != NULL ? fi_mr_desc(op->mr2) : NULL;
+		rc = fi_trecvv(f->ep, iov, descs, 2, FI_ADDR_UNSPEC, op->tag, 0,
+		    op);
 		break;
 	case FABRIC_OP_POOL:
 		rc = fi_recv(f->ep, op->buf, op->len, desc, FI_ADDR_UNSPEC, op);

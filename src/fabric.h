@@ -38,7 +38,7 @@ struct fabric_params {
 enum fabric_op_kind {
 	FABRIC_OP_SEND,		/* untagged frame */
 	FABRIC_OP_TSEND,	/* tagged body */
-	FABRIC_OP_TRECV,	/* tagged body into an exactly sized buffer */
+	FABRIC_OP_TRECV,	/* tagged body chunk into exactly sized buffers */
 	FABRIC_OP_POOL,		/* internal: posted frame buffer */
 };
 
@@ -53,10 +53,14 @@ struct fabric_op {
 	enum fabric_op_kind	kind;
 	void			*buf;
 	size_t			len;
+	/* Where a message goes on past len bytes (TRECV only; len2 0:
+	 * nowhere): a chunk's MAC lands apart from its text. */
+	void			*buf2;
+	size_t			len2;
 	fi_addr_t		addr;
 	uint64_t		tag;
 	/* Owned by fabric while the op is in flight. */
-	struct fid_mr		*mr;
+	struct fid_mr		*mr, *mr2;
 	struct fabric_op	*prev, *next;
 	int			where;
 };

@@ -317,6 +317,15 @@ session_seal(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
 }
 
 int
+session_open_chunk(const struct session *s,
+    const uint8_t ad[WIRE_HEADER_SIZE], uint64_t seq, uint32_t part,
+    uint8_t *c, size_t len, const uint8_t mac[WIRE_MAC_SIZE])
+{
+	return aead_open_detached(s->suite, s->rx, seq, part, ad,
+	    WIRE_HEADER_SIZE, c, len, mac, c);
+}
+
+int
 session_open(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
     uint64_t seq, uint32_t part, const uint8_t *c, size_t clen, uint8_t *m)
 {
@@ -363,11 +372,13 @@ session_replay_update(struct session *s, uint64_t seq)
 }
 
 uint64_t
-session_body_tag(const struct session *s, uint64_t seq, int tx)
+session_body_tag(const struct session *s, uint64_t seq, uint32_t chunk,
+    int tx)
 {
-	uint8_t in[8], out[crypto_shorthash_BYTES];
+	uint8_t in[12], out[crypto_shorthash_BYTES];
 
 	wire_put_u64(in, seq);
+	wire_put_u32(in + 8, chunk);
 	crypto_shorthash(out, in, sizeof(in), tx ? s->tx_tag : s->rx_tag);
 	return wire_get_u64(out);
 }

@@ -120,15 +120,20 @@ int session_seal(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
  * window. */
 int session_open(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
     uint64_t seq, uint32_t part, const uint8_t *c, size_t clen, uint8_t *m);
+/* Open the len bytes at c in place, their MAC apart (a body chunk). */
+int session_open_chunk(const struct session *s,
+    const uint8_t ad[WIRE_HEADER_SIZE], uint64_t seq, uint32_t part,
+    uint8_t *c, size_t len, const uint8_t mac[WIRE_MAC_SIZE]);
 
 /* 0 if seq was never opened and is inside the window, else -EALREADY. */
 int session_replay_check(const struct session *s, uint64_t seq);
 /* Record seq as opened; call only after session_open succeeded. */
 void session_replay_update(struct session *s, uint64_t seq);
 
-/* The tag of message seq's body: tx side for the sender, rx side for the
- * receiver; unguessable without the session keys. */
-uint64_t session_body_tag(const struct session *s, uint64_t seq, int tx);
+/* The tag of chunk chunk (0-based) of message seq's body: tx side for the
+ * sender, rx side for the receiver; unguessable without the session keys. */
+uint64_t session_body_tag(const struct session *s, uint64_t seq,
+    uint32_t chunk, int tx);
 
 void session_wipe(struct session *s);
 void session_hs_wipe(struct session_hs *hs);

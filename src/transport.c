@@ -6,9 +6,10 @@
  *   session (started by us: our messages, their ACKs) and the inbound one
  *   (started by them: their messages, our ACKs).
  * - struct tmsg is one application send; struct txop is one buffer handed
- *   to fabric (a frame or a body). A txop can outlive its message (the
- *   provider may hold a send buffer after we gave up on it), so each owns
- *   itself and frees itself on its completion.
+ *   to fabric (a frame, or a body posted chunk by chunk as each is
+ *   sealed). A txop can outlive its message (the provider may hold a send
+ *   buffer after we gave up on it), so each owns itself and frees itself
+ *   once fabric gave back all it was handed.
  * - Send callbacks never run inline: finished messages go to a list that a
  *   zero timer drains, so callers can re-enter freely. Deadlines are
  *   checked by a 100 ms timer that runs only while something is pending,
@@ -133,24 +134,39 @@ on_dispatch(uv_timer_t *h)
 	t->dispatching = 0;
 }
 
+/* Give up on what fabric still holds of body x; it frees itself once
+ * fabric let go of all of it. */
+static void
+body_cancel(struct transport *t, struct txop *x)
+{
+	uint32_t i;
+
+	for (i = 0; i < x->nchunks; i++)
+		if (fabric_cancel(t->fabric, &x->chunks[i].op) == 1)
+			x->held--;
+	if (x->held == 0)
+		transport_txop_free(t, x);
+}
+
 /* Detach m from its fabric buffers, cancelling those still queued, and
  * hand it to the dispatcher. The caller has unlinked m from its peer. */
 void
 transport_msg_finish(struct transport *t, struct tmsg *m, int status)
 {
-	struct txop **ops[2] = { &m->frame, &m->body };
-	size_t i;
+	struct txop *x;
 
-	for (i = 0; i < GD_ARRAY_SIZE(ops); i++) {
-		struct txop *x = *ops[i];
-
-		if (x == NULL)
-			continue;
+	if ((x = m->frame) != NULL) {
 		x->msg = NULL;
-		*ops[i] = NULL;
+		m->frame = NULL;
 		if (status != 0 && !t->closing &&
 		    fabric_cancel(t->fabric, &x->op) == 1)
 			transport_txop_free(t, x);
+	}
+	if ((x = m->body) != NULL) {
+		x->msg = NULL;
+		m->body = NULL;
+		if (status != 0 && !t->closing)
+			body_cancel(t, x);
 	}
 	if (m->plain != NULL) {
 		sodium_memzero(m->plain, m->len);
@@ -170,36 +186,52 @@ transport_msg_finish(struct transport *t, struct tmsg *m, int status)
 
 /* --- fabric buffers ----------------------------------------------------- */
 
+/* A send to p failed in the provider: the peer fails at the next tick. */
+static void
+tx_failed(struct transport *t, struct tpeer *p, unsigned gen, int status)
+{
+	if (status == 0 || status == -ECANCELED || t->closing || gen != p->gen)
+		return;
+	log_info("transport: send to %s failed: %s", p->addr,
+	    strerror(-status));
+	p->error = -EHOSTUNREACH;
+	transport_arm_tick(t, 0);
+}
+
 static void
 on_tx_done(struct fabric_op *op, int status, size_t len)
 {
 	struct txop *x = (struct txop *)op;
-	struct transport *t = x->t;
-	struct tpeer *p = x->peer;
 
 	(void)len;
-	if (x->msg != NULL) {
-		if (x->msg->frame == x)
-			x->msg->frame = NULL;
-		if (x->msg->body == x)
-			x->msg->body = NULL;
-	}
-	if (status != 0 && status != -ECANCELED && !t->closing &&
-	    x->gen == p->gen) {
-		log_info("transport: send to %s failed: %s", p->addr,
-		    strerror(-status));
-		p->error = -EHOSTUNREACH;
-		transport_arm_tick(t, 0);
-	}
-	transport_txop_free(t, x);
+	if (x->msg != NULL)
+		x->msg->frame = NULL;
+	tx_failed(x->t, x->peer, x->gen, status);
+	transport_txop_free(x->t, x);
+}
+
+static void
+on_chunk_sent(struct fabric_op *op, int status, size_t len)
+{
+	struct txop *x = ((struct txchunk *)op)->x;
+
+	(void)len;
+	tx_failed(x->t, x->peer, x->gen, status);
+	if (--x->held > 0)
+		return;
+	if (x->msg != NULL)
+		x->msg->body = NULL;
+	transport_txop_free(x->t, x);
 }
 
 /* Bodies come from and go back to the buffer cache. */
 void
 transport_txop_free(struct transport *t, struct txop *x)
 {
-	if (x != NULL)
-		bufcache_put(&t->bufs, x, sizeof(*x) + x->op.len);
+	if (x == NULL)
+		return;
+	free(x->chunks);
+	bufcache_put(&t->bufs, x, sizeof(*x) + x->op.len);
 }
 
 static struct txop *
@@ -221,6 +253,15 @@ txop_new(struct transport *t, struct tpeer *p, uint8_t type, size_t size)
 	return x;
 }
 
+/* A post to p failed: the peer fails at the next tick. */
+static void
+post_failed(struct transport *t, struct tpeer *p, int rc)
+{
+	log_info("transport: cannot post to %s: %s", p->addr, strerror(-rc));
+	p->error = -EHOSTUNREACH;
+	transport_arm_tick(t, 0);
+}
+
 /* Post x, or note the failure for the next tick; x is gone either way
  * from the caller's point of view except through its message. */
 static int
@@ -229,20 +270,37 @@ txop_post(struct transport *t, struct txop *x)
 	int rc = fabric_post(t->fabric, &x->op);
 
 	if (rc != 0) {
-		log_info("transport: cannot post to %s: %s", x->peer->addr,
-		    strerror(-rc));
-		x->peer->error = -EHOSTUNREACH;
-		transport_arm_tick(t, 0);
-		if (x->msg != NULL) {
-			if (x->msg->frame == x)
-				x->msg->frame = NULL;
-			if (x->msg->body == x)
-				x->msg->body = NULL;
-		}
+		post_failed(t, x->peer, rc);
+		if (x->msg != NULL)
+			x->msg->frame = NULL;
 		transport_txop_free(t, x);
 		return rc;
 	}
 	t->bytes_sent[x->type] += x->op.len;
+	return 0;
+}
+
+/* Post chunk i of body x, sealed at off: len bytes and its MAC. */
+static int
+chunk_post(struct transport *t, struct txop *x, uint32_t i, size_t off,
+    size_t len, uint64_t tag)
+{
+	struct fabric_op *op = &x->chunks[i].op;
+	int rc;
+
+	x->chunks[i].x = x;
+	op->cb = on_chunk_sent;
+	op->kind = FABRIC_OP_TSEND;
+	op->buf = x->data + off;
+	op->len = len + WIRE_MAC_SIZE;
+	op->addr = x->op.addr;
+	op->tag = tag;
+	if ((rc = fabric_post(t->fabric, op)) != 0) {
+		post_failed(t, x->peer, rc);
+		return rc;
+	}
+	x->held++;
+	t->bytes_sent[x->type] += op->len;
 	return 0;
 }
 
@@ -312,6 +370,31 @@ transport_peer_insert(struct transport *t, struct tpeer *p)
 	return 0;
 }
 
+/* Free b once fabric gave back every receive it was handed. */
+void
+transport_body_release(struct transport *t, struct rxbody *b)
+{
+	if (b->held > 0)
+		return;
+	bufcache_put(&t->bufs, b->buf, (size_t)b->h.payload_len);
+	free(b);
+}
+
+/* Give up on b: unlinked already, its receives cancelled, freed once
+ * fabric let go of them. */
+void
+transport_body_abandon(struct transport *t, struct rxbody *b)
+{
+	uint32_t i;
+
+	b->next = NULL;
+	b->abandoned = 1;
+	for (i = 0; i < b->h.chunk_count; i++)
+		if (fabric_cancel(t->fabric, &b->chunks[i].op) == 1)
+			b->held--;
+	transport_body_release(t, b);
+}
+
 void
 transport_abandon_bodies(struct transport *t, struct tpeer *p)
 {
@@ -319,12 +402,7 @@ transport_abandon_bodies(struct transport *t, struct tpeer *p)
 
 	while ((b = p->bodies) != NULL) {
 		p->bodies = b->next;
-		b->next = NULL;
-		b->abandoned = 1;
-		if (fabric_cancel(t->fabric, &b->op) == 1) {
-			bufcache_put(&t->bufs, b->buf, b->size);
-			free(b);
-		}
+		transport_body_abandon(t, b);
 	}
 }
 
@@ -442,15 +520,56 @@ transport_peer_start_handshake(struct transport *t, struct tpeer *p)
 
 /* --- sending ------------------------------------------------------------ */
 
+/* The peer fails at the next tick for want of memory or a seal. */
+static void
+seal_failed(struct transport *t, struct tpeer *p, size_t len, int rc)
+{
+	log_warn("transport: cannot seal %zu bytes: %s", len, strerror(-rc));
+	p->error = rc;
+	transport_arm_tick(t, 0);
+}
+
+/*
+ * Seal each chunk of m's body from src and post it at once, so the first
+ * chunks are on the wire and being opened while the next are sealed.
+ * What fails leaves the rest unposted and the peer failing at the next
+ * tick, which cancels what was posted.
+ */
+static void
+body_post(struct transport *t, struct tmsg *m, struct txop *body,
+    struct wire_header *h, const uint8_t *src)
+{
+	struct tpeer *p = m->peer;
+	uint8_t ad[WIRE_HEADER_SIZE];
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < h->chunk_count; i++) {
+		size_t off = (size_t)i * WIRE_CHUNK_SIZE;
+		size_t clen = wire_chunk_len(m->len, i);
+		size_t at = off + (size_t)i * WIRE_MAC_SIZE;
+
+		h->chunk_index = i + 1;
+		wire_header_encode(h, ad);
+		if ((rc = session_seal(&p->out, ad, h->seq, i + 1, src + off,
+		    clen, body->data + at)) != 0) {
+			seal_failed(t, p, m->len, rc);
+			return;
+		}
+		if (chunk_post(t, body, i, at, clen,
+		    session_body_tag(&p->out, h->seq, i, 1)) != 0)
+			return;
+	}
+}
+
 /* Seal m from src under the outbound session and post it. */
 static void
 msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 {
 	struct tpeer *p = m->peer;
 	struct wire_header h;
-	uint8_t ad[WIRE_HEADER_SIZE];
 	struct txop *fr, *body = NULL;
-	uint32_t i, n = 0;
+	uint32_t n = 0;
 	int rc;
 
 	memset(&h, 0, sizeof(h));
@@ -469,62 +588,49 @@ msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 		n = h.chunk_count = wire_chunk_count(m->len);
 		fr = txop_new(t, p, m->type, WIRE_HEADER_SIZE + WIRE_MAC_SIZE);
 		body = txop_new(t, p, m->type, wire_body_size(m->len));
+		if (body != NULL) {
+			body->nchunks = n;
+			body->chunks = calloc(n, sizeof(*body->chunks));
+		}
 	}
 	m->next = p->inflight;
 	p->inflight = m;
-	if (fr == NULL || (n > 0 && body == NULL)) {
+	if (fr == NULL || (n > 0 && (body == NULL || body->chunks == NULL))) {
 		transport_txop_free(t, fr);
 		transport_txop_free(t, body);
-		log_warn("transport: out of memory sealing %zu bytes", m->len);
-		p->error = -ENOMEM;
-		transport_arm_tick(t, 0);
+		seal_failed(t, p, m->len, -ENOMEM);
 		return;
 	}
 	wire_header_encode(&h, fr->data);
-	rc = session_seal(&p->out, fr->data, h.seq, 0, src, n > 0 ? 0 : m->len,
-	    fr->data + WIRE_HEADER_SIZE);
-	for (i = 0; i < n && rc == 0; i++) {
-		size_t off = (size_t)i * WIRE_CHUNK_SIZE;
-		size_t clen = wire_chunk_len(m->len, i);
-
-		h.chunk_index = i + 1;
-		wire_header_encode(&h, ad);
-		rc = session_seal(&p->out, ad, h.seq, i + 1, src + off, clen,
-		    body->data + off + (size_t)i * WIRE_MAC_SIZE);
-	}
-	if (rc != 0) {
+	if ((rc = session_seal(&p->out, fr->data, h.seq, 0, src,
+	    n > 0 ? 0 : m->len, fr->data + WIRE_HEADER_SIZE)) != 0) {
 		transport_txop_free(t, fr);
 		transport_txop_free(t, body);
-		log_warn("transport: cannot seal %zu bytes: %s", m->len,
-		    strerror(-rc));
-		p->error = rc;
-		transport_arm_tick(t, 0);
+		seal_failed(t, p, m->len, rc);
 		return;
+	}
+	fr->op.kind = FABRIC_OP_SEND;
+	fr->msg = m;
+	m->frame = fr;
+	if (txop_post(t, fr) != 0) {
+		transport_txop_free(t, body);
+		return;
+	}
+	t->msgs_sent++;
+	if (body != NULL) {
+		body->msg = m;
+		m->body = body;
+		body_post(t, m, body, &h, src);
+		if (body->held == 0 && p->error != 0) {
+			m->body = NULL;
+			transport_txop_free(t, body);
+		}
 	}
 	if (m->plain != NULL) {
 		sodium_memzero(m->plain, m->len);
 		free(m->plain);
 		m->plain = NULL;
 	}
-	fr->op.kind = FABRIC_OP_SEND;
-	fr->msg = m;
-	m->frame = fr;
-	if (body != NULL) {
-		body->op.kind = FABRIC_OP_TSEND;
-		body->op.tag = session_body_tag(&p->out, h.seq, 1);
-		body->msg = m;
-		m->body = body;
-	}
-	if (txop_post(t, fr) != 0) {
-		if (body != NULL) {
-			m->body = NULL;
-			transport_txop_free(t, body);
-		}
-		return;
-	}
-	if (body != NULL)
-		txop_post(t, body);
-	t->msgs_sent++;
 }
 
 /* Post what the queue holds, in order, as far as the window allows. */

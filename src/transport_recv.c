@@ -215,48 +215,81 @@ body_unlink(struct rxbody *b)
 		}
 }
 
+/* Chunk c of its body landed: open it in place; the last one opened
+ * delivers the message. A chunk that fails drops the whole body. */
 static void
-on_body(struct fabric_op *op, int status, size_t len)
+on_chunk(struct fabric_op *op, int status, size_t len)
 {
-	struct rxbody *b = (struct rxbody *)op;
+	struct rxchunk *c = (struct rxchunk *)op;
+	struct rxbody *b = c->b;
 	struct transport *t = b->t;
 	struct tpeer *p = b->peer;
 	uint8_t ad[WIRE_HEADER_SIZE];
 	struct wire_header h = b->h;
-	uint32_t i;
+	size_t off = (size_t)c->index * WIRE_CHUNK_SIZE;
+	size_t clen = wire_chunk_len(h.payload_len, c->index);
 
-	if (b->abandoned || t->closing)
-		goto out;
-	body_unlink(b);
-	if (status != 0) {
-		if (status != -ECANCELED)
+	b->held--;
+	if (b->abandoned || t->closing) {
+		transport_body_release(t, b);
+		return;
+	}
+	if (status != 0 || len != clen + WIRE_MAC_SIZE) {
+		if (status == 0)
+			transport_reject(t, WIRE_REJ_MALFORMED, "truncated body chunk");
+		else if (status != -ECANCELED)
 			transport_reject(t, status == -EMSGSIZE ? WIRE_REJ_OVERSIZE :
-			    WIRE_REJ_MALFORMED, "body did not arrive whole");
-		goto out;
+			    WIRE_REJ_MALFORMED, "body chunk did not arrive whole");
+		goto drop;
 	}
-	if (len != b->size) {
-		transport_reject(t, WIRE_REJ_MALFORMED, "truncated body");
-		goto out;
+	h.chunk_index = c->index + 1;
+	wire_header_encode(&h, ad);
+	if (session_open_chunk(&p->in, ad, h.seq, c->index + 1, b->buf + off,
+	    clen, b->macs + (size_t)c->index * WIRE_MAC_SIZE) != 0) {
+		transport_reject(t, WIRE_REJ_BAD_MAC, "body chunk");
+		goto drop;
 	}
-	for (i = 0; i < h.chunk_count; i++) {
-		size_t off = (size_t)i * WIRE_CHUNK_SIZE;
-		size_t clen = wire_chunk_len(h.payload_len, i);
-		uint8_t *c = b->buf + off + (size_t)i * WIRE_MAC_SIZE;
+	p->rx_progress = transport_now(t);
+	if (++b->opened < b->h.chunk_count)
+		return;
+	body_unlink(b);
+	deliver(t, p, &b->h, b->buf, WIRE_HEADER_SIZE + WIRE_MAC_SIZE + b->size);
+	transport_body_release(t, b);
+	return;
+drop:
+	body_unlink(b);
+	transport_body_abandon(t, b);
+}
 
-		h.chunk_index = i + 1;
-		wire_header_encode(&h, ad);
-		if (session_open(&p->in, ad, h.seq, i + 1, c,
-		    clen + WIRE_MAC_SIZE, c) != 0) {
-			transport_reject(t, WIRE_REJ_BAD_MAC, "body chunk");
-			goto out;
-		}
-		/* Close the gaps the MACs leave behind. */
-		memmove(b->buf + off, c, clen);
+/* Post a receive for every chunk of b, each into its place. */
+static int
+body_post_chunks(struct transport *t, struct rxbody *b)
+{
+	struct tpeer *p = b->peer;
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < b->h.chunk_count; i++) {
+		struct fabric_op *op = &b->chunks[i].op;
+
+		b->chunks[i].b = b;
+		b->chunks[i].index = i;
+		op->cb = on_chunk;
+		op->kind = FABRIC_OP_TRECV;
+		/* The receive matches any source; addr tells fabric whose
+		 * transfer it carries, so the peer's address outlives it
+		 * (fabric_remove). */
+		op->addr = p->have_fa ? p->fa : FI_ADDR_UNSPEC;
+		op->buf = b->buf + (size_t)i * WIRE_CHUNK_SIZE;
+		op->len = wire_chunk_len(b->h.payload_len, i);
+		op->buf2 = b->macs + (size_t)i * WIRE_MAC_SIZE;
+		op->len2 = WIRE_MAC_SIZE;
+		op->tag = session_body_tag(&p->in, b->h.seq, i, 0);
+		if ((rc = fabric_post(t->fabric, op)) != 0)
+			return rc;
+		b->held++;
 	}
-	deliver(t, p, &b->h, b->buf, WIRE_HEADER_SIZE + WIRE_MAC_SIZE + len);
-out:
-	bufcache_put(&t->bufs, b->buf, b->size);
-	free(b);
+	return 0;
 }
 
 static void
@@ -303,31 +336,24 @@ on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
 		transport_reject(t, WIRE_REJ_OVERSIZE, "bodies in flight over the budget");
 		return;
 	}
-	b = xcalloc(1, sizeof(*b));
+	b = xcalloc(1, sizeof(*b) + h->chunk_count * (sizeof(b->chunks[0]) +
+	    WIRE_MAC_SIZE));
+	b->macs = (uint8_t *)&b->chunks[h->chunk_count];
 	b->size = (size_t)wire_body_size(h->payload_len);
-	if ((b->buf = bufcache_get(&t->bufs, b->size)) == NULL) {
+	b->t = t;
+	b->peer = p;
+	b->h = *h;
+	b->start = transport_now(t);
+	if ((b->buf = bufcache_get(&t->bufs, (size_t)h->payload_len)) == NULL) {
 		log_warn("transport: no memory for a %zu byte body from %s",
 		    b->size, p->addr);
 		free(b);
 		return;
 	}
-	b->t = t;
-	b->peer = p;
-	b->h = *h;
-	b->start = transport_now(t);
-	b->op.cb = on_body;
-	b->op.kind = FABRIC_OP_TRECV;
-	/* The receive matches any source; addr tells fabric whose transfer
-	 * it carries, so the peer's address outlives it (fabric_remove). */
-	b->op.addr = p->have_fa ? p->fa : FI_ADDR_UNSPEC;
-	b->op.buf = b->buf;
-	b->op.len = b->size;
-	b->op.tag = session_body_tag(&p->in, h->seq, 0);
-	if ((rc = fabric_post(t->fabric, &b->op)) != 0) {
+	if ((rc = body_post_chunks(t, b)) != 0) {
 		log_warn("transport: cannot post a body receive: %s",
 		    strerror(-rc));
-		bufcache_put(&t->bufs, b->buf, b->size);
-		free(b);
+		transport_body_abandon(t, b);
 		return;
 	}
 	b->next = p->bodies;

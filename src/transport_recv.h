@@ -33,7 +33,19 @@ enum out_state { OUT_NONE, OUT_HELLO, OUT_READY };
 
 struct tpeer;
 struct tmsg;
+struct txop;
 
+/* One chunk of a body on its way out. */
+struct txchunk {
+	struct fabric_op	op;	/* first: fabric hands it back */
+	struct txop		*x;
+};
+
+/*
+ * A buffer handed to fabric: a frame (its one op), or a sealed body whose
+ * chunks are posted one by one (nchunks ops in chunks[]); it frees itself
+ * once fabric gave back every op it was handed.
+ */
 struct txop {
 	struct fabric_op	op;	/* first: fabric hands it back */
 	struct transport	*t;
@@ -41,6 +53,9 @@ struct txop {
 	struct tmsg		*msg;	/* NULL once the message is finished */
 	unsigned		gen;	/* peer generation it was sent in */
 	uint8_t			type;
+	uint32_t		nchunks;	/* 0: a frame */
+	uint32_t		held;	/* chunks fabric holds */
+	struct txchunk		*chunks;
 	uint8_t			data[];
 };
 
@@ -58,16 +73,33 @@ struct tmsg {
 	int			status;
 };
 
-struct rxbody {
+struct rxbody;
+
+/* One chunk of a body on its way in: text in place, MAC apart. */
+struct rxchunk {
 	struct fabric_op	op;	/* first */
+	struct rxbody		*b;
+	uint32_t		index;
+};
+
+/*
+ * A body being received: the plaintext buffer its chunks land in and are
+ * opened in, the MACs beside it, one posted receive per chunk. Freed
+ * once fabric gave back every receive (held 0) and it is done with.
+ */
+struct rxbody {
 	struct transport	*t;
 	struct tpeer		*peer;
 	struct rxbody		*next;
 	struct wire_header	h;
 	double			start;
 	int			abandoned;
-	size_t			size;
-	uint8_t			*buf;
+	size_t			size;	/* wire bytes: payload and MACs */
+	uint8_t			*buf;	/* payload_len bytes */
+	uint8_t			*macs;	/* WIRE_MAC_SIZE per chunk */
+	uint32_t		held;	/* receives fabric holds */
+	uint32_t		opened;
+	struct rxchunk		chunks[];
 };
 
 struct tpeer {
@@ -147,6 +179,8 @@ void transport_send_frame(struct transport *t, struct tpeer *p, uint8_t type,
 struct tpeer *transport_peer_get(struct transport *t, const char *addr);
 int transport_peer_insert(struct transport *t, struct tpeer *p);
 void transport_abandon_bodies(struct transport *t, struct tpeer *p);
+void transport_body_abandon(struct transport *t, struct rxbody *b);
+void transport_body_release(struct transport *t, struct rxbody *b);
 void transport_peer_reset_out(struct transport *t, struct tpeer *p, int status);
 void transport_peer_start_handshake(struct transport *t, struct tpeer *p);
 void transport_peer_drain(struct transport *t, struct tpeer *p);

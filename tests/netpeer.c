@@ -734,20 +734,21 @@ evil_big(uint8_t type, size_t len, int mode, const char *what)
 	pattern_fill(pl, len, h.seq);
 	wire_header_encode(&h, fr);
 	session_seal(&ev.s, fr, h.seq, 0, NULL, 0, fr + WIRE_HEADER_SIZE);
+	evil_post(FABRIC_OP_SEND, fr, sizeof(fr), 0);
 	for (i = 0; i < h.chunk_count; i++) {
 		size_t off = (size_t)i * WIRE_CHUNK_SIZE;
+		size_t at = off + (size_t)i * WIRE_MAC_SIZE;
+		size_t clen = wire_chunk_len(len, i);
 
 		h.chunk_index = i + 1;
 		wire_header_encode(&h, ad);
-		session_seal(&ev.s, ad, h.seq, i + 1, pl + off,
-		    wire_chunk_len(len, i),
-		    body + off + (size_t)i * WIRE_MAC_SIZE);
+		session_seal(&ev.s, ad, h.seq, i + 1, pl + off, clen, body + at);
+		if (mode == 2 && i == h.chunk_count / 2)
+			body[at + clen / 2] ^= 0x40;
+		evil_post(FABRIC_OP_TSEND, body + at, mode == 1 &&
+		    i + 1 == h.chunk_count ? clen + WIRE_MAC_SIZE - 100 :
+		    clen + WIRE_MAC_SIZE, session_body_tag(&ev.s, h.seq, i, 1));
 	}
-	if (mode == 2)
-		body[bsize / 2] ^= 0x40;
-	evil_post(FABRIC_OP_SEND, fr, sizeof(fr), 0);
-	evil_post(FABRIC_OP_TSEND, body, mode == 1 ? bsize - 100 : bsize,
-	    session_body_tag(&ev.s, h.seq, 1));
 	if (mode == 0)
 		ev.wait_seq = h.seq;
 	printf("evil: %s\n", what);

@@ -190,9 +190,10 @@ test_seal(void)
 	session_seal(&in, ad, 1, 0, m, 10, c);
 	CHECK(session_open(&out, ad, 1, 0, c, 10 + WIRE_MAC_SIZE, d) == 0);
 	/* Body tags agree between the two ends, and differ per message. */
-	CHECK(session_body_tag(&out, 5, 1) == session_body_tag(&in, 5, 0));
-	CHECK(session_body_tag(&out, 5, 1) != session_body_tag(&out, 6, 1));
-	CHECK(session_body_tag(&out, 5, 1) != session_body_tag(&in, 5, 1));
+	CHECK(session_body_tag(&out, 5, 3, 1) == session_body_tag(&in, 5, 3, 0));
+	CHECK(session_body_tag(&out, 5, 3, 1) != session_body_tag(&out, 6, 3, 1));
+	CHECK(session_body_tag(&out, 5, 3, 1) != session_body_tag(&out, 5, 4, 1));
+	CHECK(session_body_tag(&out, 5, 3, 1) != session_body_tag(&in, 5, 3, 1));
 	session_wipe(&out);
 	session_wipe(&in);
 	session_ctx_wipe(&ci);

@@ -8,6 +8,8 @@ import struct
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 JOB = 0x1122334455667788
+WIRE_VERSION = 4  # wire.h
+CHUNK = 4 << 20  # WIRE_CHUNK_SIZE
 
 
 def put(name, seed, data):
@@ -18,14 +20,14 @@ def put(name, seed, data):
 
 
 def header(typ, flags, payload_len, seq=1, chunks=0, job=JOB):
-    return struct.pack("<4sBBHQQQQQII", b"GSPD", 3, typ, flags, job, 1, 2, seq,
+    return struct.pack("<4sBBHQQQQQII", b"GSPD", WIRE_VERSION, typ, flags, job, 1, 2, seq,
                        payload_len, 0, chunks)
 
 
 def hello(addr=b"10.0.0.1:1"):
     # kx pk, stamp, held session's stamp, address length, AEAD suites
     # offered (aead.h), address
-    return bytes(range(32)) + struct.pack("<QQBB", 12345, 0, len(addr), 3) + addr
+    return bytes(range(32)) + struct.pack("<QQBB", 12345, 0, len(addr), 7) + addr
 
 
 # wire: selector byte, then a frame.
@@ -33,7 +35,7 @@ h = hello()
 put("wire", "hello", b"\x00" + header(1, 1, len(h)) + h + b"\x00" * 16)
 put("wire", "ack", b"\x00" + header(3, 1, 8) + struct.pack("<Q", 9) + b"\x00" * 16)
 put("wire", "app-inline", b"\x00" + header(64, 1, 4) + b"abcd" + b"\x00" * 16)
-put("wire", "app-body", b"\x01" + header(80, 0, 3 << 20, chunks=3) + b"\x00" * 16)
+put("wire", "app-body", b"\x01" + header(80, 0, 2 * CHUNK + 1, chunks=3) + b"\x00" * 16)
 put("wire", "other-job", b"\x02" + header(65, 1, 0, job=7) + b"\x00" * 16)
 
 # session: mode byte, then as fuzz_session.c says.
