@@ -717,8 +717,8 @@ evil_announce(uint64_t len)
 	evil_post(FABRIC_OP_SEND, fr, sizeof(fr), 0);
 }
 
-/* Send a message with a body, says what; mode 0 good, 1 truncated body,
- * 2 tampered. */
+/* Send a message with a body, says what; mode 0 good, 1 truncated body
+ * (its last chunk), 2 tampered (its middle chunk). */
 static void
 evil_big(uint8_t type, size_t len, int mode, const char *what)
 {
@@ -745,8 +745,9 @@ evil_big(uint8_t type, size_t len, int mode, const char *what)
 		session_seal(&ev.s, ad, h.seq, i + 1, pl + off, clen, body + at);
 		if (mode == 2 && i == h.chunk_count / 2)
 			body[at + clen / 2] ^= 0x40;
+		/* Truncated: the last chunk comes half short. */
 		evil_post(FABRIC_OP_TSEND, body + at, mode == 1 &&
-		    i + 1 == h.chunk_count ? clen + WIRE_MAC_SIZE - 100 :
+		    i + 1 == h.chunk_count ? (clen + WIRE_MAC_SIZE) / 2 :
 		    clen + WIRE_MAC_SIZE, session_body_tag(&ev.s, h.seq, i, 1));
 	}
 	if (mode == 0)
@@ -819,13 +820,13 @@ evil_step(void)
 		printf("evil: garbage frames\n");
 		break;
 	case 10:
-		evil_big(T_SINK, 2 << 20, 1, "truncated body");
+		evil_big(T_SINK, 2 * WIRE_CHUNK_SIZE + 5, 1, "truncated body");
 		break;
 	case 11:
-		evil_big(T_SINK, 2 << 20, 2, "tampered body");
+		evil_big(T_SINK, 2 * WIRE_CHUNK_SIZE + 5, 2, "tampered body");
 		break;
 	case 12:
-		evil_big(T_SINK, 3 << 20, 0, "good big message");
+		evil_big(T_SINK, 2 * WIRE_CHUNK_SIZE + 7, 0, "good big message");
 		break;
 	case 13:	/* more announced bodies than the receiver holds */
 		for (n = 0; n < 3; n++)
