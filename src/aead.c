@@ -34,32 +34,15 @@ static const enum aead_suite aead_preference[] = {
 	AEAD_XCHACHA20_POLY1305,
 };
 
-typedef int (*aead_seal_fn)(const uint8_t *key, const uint8_t *n,
-    const uint8_t *ad, size_t adlen, const uint8_t *m, size_t mlen,
-    uint8_t *c);
-typedef int (*aead_open_fn)(const uint8_t *key, const uint8_t *n,
-    const uint8_t *ad, size_t adlen, const uint8_t *c, size_t len,
-    const uint8_t *tag, uint8_t *m);
-
-static int
-xchacha_seal(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
-    size_t adlen, const uint8_t *m, size_t mlen, uint8_t *c)
-{
-	crypto_aead_xchacha20poly1305_ietf_encrypt(c, NULL, m, mlen, ad, adlen,
-	    NULL, n, key);
-	return 0;
-}
-
-static int
-xchacha_open(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
-    size_t adlen, const uint8_t *c, size_t len, const uint8_t *tag,
-    uint8_t *m)
-{
-	if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(m, NULL, c,
-	    len, tag, ad, adlen, n, key) != 0)
-		return -EBADMSG;
-	return 0;
-}
+/* libsodium's calls for all three suites share these signatures. */
+typedef int (*sodium_seal_fn)(unsigned char *c, unsigned long long *clen,
+    const unsigned char *m, unsigned long long mlen, const unsigned char *ad,
+    unsigned long long adlen, const unsigned char *nsec,
+    const unsigned char *npub, const unsigned char *k);
+typedef int (*sodium_open_fn)(unsigned char *m, unsigned char *nsec,
+    const unsigned char *c, unsigned long long clen, const unsigned char *mac,
+    const unsigned char *ad, unsigned long long adlen,
+    const unsigned char *npub, const unsigned char *k);
 
 /* One EVP update may take at most INT_MAX bytes. */
 static int
@@ -127,76 +110,53 @@ out:
 	return rc;
 }
 
-static int
-chacha_seal(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
-    size_t adlen, const uint8_t *m, size_t mlen, uint8_t *c)
-{
-	if (mlen >= AEAD_EVP_MIN)
-		return evp_aead(evp_chacha20_poly1305, 1, key, n, ad, adlen, m,
-		    mlen, c + mlen, c);
-	crypto_aead_chacha20poly1305_ietf_encrypt(c, NULL, m, mlen, ad, adlen,
-	    NULL, n, key);
-	return 0;
-}
-
-static int
-chacha_open(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
-    size_t adlen, const uint8_t *c, size_t len, const uint8_t *tag,
-    uint8_t *m)
-{
-	if (len >= AEAD_EVP_MIN)
-		return evp_aead(evp_chacha20_poly1305, 0, key, n, ad, adlen, c,
-		    len, (uint8_t *)tag, m);
-	if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(m, NULL, c, len,
-	    tag, ad, adlen, n, key) != 0)
-		return -EBADMSG;
-	return 0;
-}
-
-/* AES-256-GCM: libsodium below AEAD_EVP_MIN, as for ChaCha20 (offered
- * only where both have the CPU's AES and carry-less multiply). */
-static int
-aes_seal(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
-    size_t adlen, const uint8_t *m, size_t mlen, uint8_t *c)
-{
-	if (mlen >= AEAD_EVP_MIN)
-		return evp_aead(evp_aes256_gcm, 1, key, n, ad, adlen, m, mlen,
-		    c + mlen, c);
-	crypto_aead_aes256gcm_encrypt(c, NULL, m, mlen, ad, adlen, NULL, n,
-	    key);
-	return 0;
-}
-
-static int
-aes_open(const uint8_t *key, const uint8_t *n, const uint8_t *ad,
-    size_t adlen, const uint8_t *c, size_t len, const uint8_t *tag,
-    uint8_t *m)
-{
-	if (len >= AEAD_EVP_MIN)
-		return evp_aead(evp_aes256_gcm, 0, key, n, ad, adlen, c, len,
-		    (uint8_t *)tag, m);
-	if (crypto_aead_aes256gcm_decrypt_detached(m, NULL, c, len, tag, ad,
-	    adlen, n, key) != 0)
-		return -EBADMSG;
-	return 0;
-}
-
+/*
+ * A suite: libsodium's code, and libcrypto's (evp, NULL: none) for
+ * messages of AEAD_EVP_MIN bytes or more, the same construction.
+ */
 static const struct aead_impl {
 	const char	*name;
-	size_t		nonce_size;
 	int		message_key;	/* seals under aead_message_key() */
-	aead_seal_fn	seal;
-	aead_open_fn	open;
+	EVP_CIPHER	**evp;
+	sodium_seal_fn	seal;
+	sodium_open_fn	open;
 } aead_impls[AEAD_SUITE_COUNT] = {
-	[AEAD_XCHACHA20_POLY1305] = { "xchacha20-poly1305",
-	    crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, 0, xchacha_seal,
-	    xchacha_open },
-	[AEAD_CHACHA20_POLY1305] = { "chacha20-poly1305",
-	    crypto_aead_chacha20poly1305_ietf_NPUBBYTES, 0, chacha_seal,
-	    chacha_open },
-	[AEAD_AES256_GCM] = { "aes256-gcm",
-	    crypto_aead_aes256gcm_NPUBBYTES, 1, aes_seal, aes_open },
+	[AEAD_XCHACHA20_POLY1305] = { "xchacha20-poly1305", 0, NULL,
+	    crypto_aead_xchacha20poly1305_ietf_encrypt,
+	    crypto_aead_xchacha20poly1305_ietf_decrypt_detached },
+	[AEAD_CHACHA20_POLY1305] = { "chacha20-poly1305", 0,
+	    &evp_chacha20_poly1305, crypto_aead_chacha20poly1305_ietf_encrypt,
+	    crypto_aead_chacha20poly1305_ietf_decrypt_detached },
+	/* Offered only where the CPU has AES-NI and carry-less multiply. */
+	[AEAD_AES256_GCM] = { "aes256-gcm", 1, &evp_aes256_gcm,
+	    crypto_aead_aes256gcm_encrypt,
+	    crypto_aead_aes256gcm_decrypt_detached },
 };
+
+static int
+impl_seal(const struct aead_impl *a, const uint8_t *key, const uint8_t *n,
+    const uint8_t *ad, size_t adlen, const uint8_t *m, size_t mlen,
+    uint8_t *c)
+{
+	if (a->evp != NULL && mlen >= AEAD_EVP_MIN)
+		return evp_aead(*a->evp, 1, key, n, ad, adlen, m, mlen,
+		    c + mlen, c);
+	a->seal(c, NULL, m, mlen, ad, adlen, NULL, n, key);
+	return 0;
+}
+
+static int
+impl_open(const struct aead_impl *a, const uint8_t *key, const uint8_t *n,
+    const uint8_t *ad, size_t adlen, const uint8_t *c, size_t len,
+    const uint8_t *tag, uint8_t *m)
+{
+	if (a->evp != NULL && len >= AEAD_EVP_MIN)
+		return evp_aead(*a->evp, 0, key, n, ad, adlen, c, len,
+		    (uint8_t *)tag, m);
+	if (a->open(m, NULL, c, len, tag, ad, adlen, n, key) != 0)
+		return -EBADMSG;
+	return 0;
+}
 
 uint8_t
 aead_offer(void)
@@ -275,8 +235,8 @@ aead_seal(enum aead_suite s, const uint8_t key[AEAD_KEY_SIZE],
 	if ((unsigned)s >= AEAD_SUITE_COUNT)
 		return -EINVAL;
 	make_nonce(n, seq, part);
-	rc = aead_impls[s].seal(aead_key(s, key, seq, mk), n, ad, adlen, m,
-	    mlen, c);
+	rc = impl_seal(&aead_impls[s], aead_key(s, key, seq, mk), n, ad, adlen,
+	    m, mlen, c);
 	sodium_memzero(mk, sizeof(mk));
 	return rc;
 }
@@ -304,8 +264,8 @@ aead_open_detached(enum aead_suite s, const uint8_t key[AEAD_KEY_SIZE],
 	if ((unsigned)s >= AEAD_SUITE_COUNT)
 		return -EINVAL;
 	make_nonce(n, seq, part);
-	rc = aead_impls[s].open(aead_key(s, key, seq, mk), n, ad, adlen, c,
-	    len, tag, m);
+	rc = impl_open(&aead_impls[s], aead_key(s, key, seq, mk), n, ad, adlen,
+	    c, len, tag, m);
 	sodium_memzero(mk, sizeof(mk));
 	return rc;
 }
