@@ -316,12 +316,34 @@ session_seal(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
 	    mlen, c);
 }
 
+void
+session_bodykey_get(const struct session *s, int tx, struct session_bodykey *k)
+{
+	k->suite = s->suite;
+	memcpy(k->key, tx ? s->tx : s->rx, sizeof(k->key));
+}
+
+void
+session_bodykey_wipe(struct session_bodykey *k)
+{
+	sodium_memzero(k, sizeof(*k));
+}
+
 int
-session_open_chunk(const struct session *s,
+session_bodykey_seal(const struct session_bodykey *k,
+    const uint8_t ad[WIRE_HEADER_SIZE], uint64_t seq, uint32_t part,
+    const uint8_t *m, size_t len, uint8_t *c)
+{
+	return aead_seal(k->suite, k->key, seq, part, ad, WIRE_HEADER_SIZE, m,
+	    len, c);
+}
+
+int
+session_bodykey_open(const struct session_bodykey *k,
     const uint8_t ad[WIRE_HEADER_SIZE], uint64_t seq, uint32_t part,
     uint8_t *c, size_t len, const uint8_t mac[WIRE_MAC_SIZE])
 {
-	return aead_open_detached(s->suite, s->rx, seq, part, ad,
+	return aead_open_detached(k->suite, k->key, seq, part, ad,
 	    WIRE_HEADER_SIZE, c, len, mac, c);
 }
 

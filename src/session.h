@@ -120,8 +120,29 @@ int session_seal(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
  * window. */
 int session_open(const struct session *s, const uint8_t ad[WIRE_HEADER_SIZE],
     uint64_t seq, uint32_t part, const uint8_t *c, size_t clen, uint8_t *m);
+
+/*
+ * One direction's key, copied out of a session for a body's chunks: they
+ * are sealed and opened on worker threads while the loop thread moves
+ * the session on (sequences, replay window, a new handshake), and a body
+ * keeps the key it started under. Wipe it with session_bodykey_wipe.
+ */
+struct session_bodykey {
+	enum aead_suite	suite;
+	uint8_t		key[SESSION_KEY_SIZE];
+};
+
+/* k gets s's sealing key (tx nonzero) or its opening key. */
+void session_bodykey_get(const struct session *s, int tx,
+    struct session_bodykey *k);
+void session_bodykey_wipe(struct session_bodykey *k);
+/* Seal the len bytes at m into c (c may equal m), the MAC right after
+ * them (a body chunk as it goes out). 0, or -ENOMEM (see aead_seal). */
+int session_bodykey_seal(const struct session_bodykey *k,
+    const uint8_t ad[WIRE_HEADER_SIZE], uint64_t seq, uint32_t part,
+    const uint8_t *m, size_t len, uint8_t *c);
 /* Open the len bytes at c in place, their MAC apart (a body chunk). */
-int session_open_chunk(const struct session *s,
+int session_bodykey_open(const struct session_bodykey *k,
     const uint8_t ad[WIRE_HEADER_SIZE], uint64_t seq, uint32_t part,
     uint8_t *c, size_t len, const uint8_t mac[WIRE_MAC_SIZE]);
 

@@ -6,10 +6,13 @@
  *   session (started by us: our messages, their ACKs) and the inbound one
  *   (started by them: their messages, our ACKs).
  * - struct tmsg is one application send; struct txop is one buffer handed
- *   to fabric (a frame, or a body posted chunk by chunk as each is
- *   sealed). A txop can outlive its message (the provider may hold a send
- *   buffer after we gave up on it), so each owns itself and frees itself
- *   once fabric gave back all it was handed.
+ *   to fabric: a frame, or a body, which takes a copy of the payload when
+ *   the message is queued and whose chunks go to the thread pool to be
+ *   sealed in place, each posted as soon as its job is back. A txop can
+ *   outlive its message (a worker or the provider may still hold a chunk
+ *   after we gave up on it), so each owns itself and frees itself once
+ *   every chunk came back. The transport counts the jobs out so that
+ *   closing waits for them.
  * - Send callbacks never run inline: finished messages go to a list that a
  *   zero timer drains, so callers can re-enter freely. Deadlines are
  *   checked by a 100 ms timer that runs only while something is pending,
@@ -210,6 +213,17 @@ on_tx_done(struct fabric_op *op, int status, size_t len)
 	transport_txop_free(x->t, x);
 }
 
+/* A chunk of body x came back from a worker or fabric. */
+static void
+body_unhold(struct transport *t, struct txop *x)
+{
+	if (--x->held > 0)
+		return;
+	if (x->msg != NULL)
+		x->msg->body = NULL;
+	transport_txop_free(t, x);
+}
+
 static void
 on_chunk_sent(struct fabric_op *op, int status, size_t len)
 {
@@ -217,19 +231,19 @@ on_chunk_sent(struct fabric_op *op, int status, size_t len)
 
 	(void)len;
 	tx_failed(x->t, x->peer, x->gen, status);
-	if (--x->held > 0)
-		return;
-	if (x->msg != NULL)
-		x->msg->body = NULL;
-	transport_txop_free(x->t, x);
+	body_unhold(x->t, x);
 }
 
-/* Bodies come from and go back to the buffer cache. */
+/* Bodies come from and go back to the buffer cache; plaintext that was
+ * never sealed is wiped first, as any copy of a payload. */
 void
 transport_txop_free(struct transport *t, struct txop *x)
 {
 	if (x == NULL)
 		return;
+	if (x->unsealed > 0)
+		sodium_memzero(x->data, x->op.len);
+	session_bodykey_wipe(&x->key);
 	free(x->chunks);
 	bufcache_put(&t->bufs, x, sizeof(*x) + x->op.len);
 }
@@ -280,28 +294,44 @@ txop_post(struct transport *t, struct txop *x)
 	return 0;
 }
 
-/* Post chunk i of body x, sealed at off: len bytes and its MAC. */
-static int
-chunk_post(struct transport *t, struct txop *x, uint32_t i, size_t off,
-    size_t len, uint64_t tag)
+/* Where chunk i of body x lies: its text, then its MAC. */
+static uint8_t *
+body_chunk(struct txop *x, uint32_t i)
 {
-	struct fabric_op *op = &x->chunks[i].op;
-	int rc;
+	return x->data + (size_t)i * (WIRE_CHUNK_SIZE + WIRE_MAC_SIZE);
+}
 
-	x->chunks[i].x = x;
-	op->cb = on_chunk_sent;
-	op->kind = FABRIC_OP_TSEND;
-	op->buf = x->data + off;
-	op->len = len + WIRE_MAC_SIZE;
-	op->addr = x->op.addr;
-	op->tag = tag;
-	if ((rc = fabric_post(t->fabric, op)) != 0) {
-		post_failed(t, x->peer, rc);
-		return rc;
+/* Chunk i of a len-byte payload src into its place in x. */
+static void
+body_fill(struct txop *x, uint32_t i, const uint8_t *src, size_t len)
+{
+	memcpy(body_chunk(x, i), src + (size_t)i * WIRE_CHUNK_SIZE,
+	    wire_chunk_len(len, i));
+}
+
+/*
+ * A body for a message of len bytes, its plaintext to be put in place
+ * and sealed there: a copy, which keeps transport_send's promise (the
+ * caller may reuse its buffer at once) while a worker seals. Filled from
+ * src here when the message must wait (src NULL: body_post fills it).
+ */
+static struct txop *
+body_new(struct transport *t, struct tpeer *p, uint8_t type,
+    const uint8_t *src, size_t len)
+{
+	uint32_t i, n = wire_chunk_count(len);
+	struct txop *x = txop_new(t, p, type, wire_body_size(len));
+
+	if (x == NULL)
+		return NULL;
+	if ((x->chunks = calloc(n, sizeof(*x->chunks))) == NULL) {
+		transport_txop_free(t, x);
+		return NULL;
 	}
-	x->held++;
-	t->bytes_sent[x->type] += op->len;
-	return 0;
+	x->nchunks = x->unsealed = n;
+	for (i = 0; src != NULL && i < n; i++)
+		body_fill(x, i, src, len);
+	return x;
 }
 
 /* Send a small frame already laid out in buf (no message attached). */
@@ -377,6 +407,7 @@ transport_body_release(struct transport *t, struct rxbody *b)
 	if (b->held > 0)
 		return;
 	bufcache_put(&t->bufs, b->buf, (size_t)b->h.payload_len);
+	session_bodykey_wipe(&b->key);
 	free(b);
 }
 
@@ -529,46 +560,109 @@ seal_failed(struct transport *t, struct tpeer *p, size_t len, int rc)
 	transport_arm_tick(t, 0);
 }
 
+/* A worker's job: nothing but the chunk, its body's key and sequence. */
+static void
+chunk_seal(struct workers_job *j)
+{
+	struct txchunk *c = GD_CONTAINER_OF(j, struct txchunk, job);
+
+	c->rc = session_bodykey_seal(&c->x->key, c->ad, c->x->seq,
+	    c->index + 1, c->op.buf, c->op.len - WIRE_MAC_SIZE, c->op.buf);
+}
+
+/* Chunk c was sealed (rc 0) or not: post it, unless its message or its
+ * peer's session is gone meanwhile, and let go of it. */
+static void
+chunk_ready(struct transport *t, struct txchunk *c, int rc)
+{
+	struct txop *x = c->x;
+
+	if (rc == 0)
+		x->unsealed--;
+	if (x->msg != NULL && !t->closing && x->gen == x->peer->gen) {
+		if (rc != 0)
+			seal_failed(t, x->peer, c->op.len, rc);
+		else if ((rc = fabric_post(t->fabric, &c->op)) != 0)
+			post_failed(t, x->peer, rc);
+		else {
+			t->bytes_sent[x->type] += c->op.len;
+			x->held++;
+		}
+	}
+	body_unhold(t, x);
+}
+
+static void
+chunk_sealed(struct workers_job *j)
+{
+	struct txchunk *c = GD_CONTAINER_OF(j, struct txchunk, job);
+	struct transport *t = c->x->t;
+
+	chunk_ready(t, c, c->rc);
+	transport_job_done(t);
+}
+
 /*
- * Seal each chunk of m's body from src and post it at once, so the first
- * chunks are on the wire and being opened while the next are sealed.
- * What fails leaves the rest unposted and the peer failing at the next
- * tick, which cancels what was posted.
+ * Seal every chunk of m's body under the outbound key as message h->seq
+ * and post each as soon as it is sealed: the first chunks are on the wire
+ * and being opened while the next are sealed. A chunk goes to a worker
+ * when one is idle (copied in from src first, so that the caller may
+ * reuse its buffer; src NULL: the body was filled while m waited);
+ * otherwise the loop thread seals it itself, straight from src, which
+ * costs less than the copy and the hand-over would. What fails leaves
+ * the peer failing at the next tick, which cancels what was posted.
  */
 static void
-body_post(struct transport *t, struct tmsg *m, struct txop *body,
+body_post(struct transport *t, struct tmsg *m, struct txop *x,
     struct wire_header *h, const uint8_t *src)
 {
 	struct tpeer *p = m->peer;
-	uint8_t ad[WIRE_HEADER_SIZE];
 	uint32_t i;
-	int rc;
 
-	for (i = 0; i < h->chunk_count; i++) {
-		size_t off = (size_t)i * WIRE_CHUNK_SIZE;
-		size_t clen = wire_chunk_len(m->len, i);
-		size_t at = off + (size_t)i * WIRE_MAC_SIZE;
+	x->gen = p->gen;
+	x->seq = h->seq;
+	session_bodykey_get(&p->out, 1, &x->key);
+	x->held++;	/* x stays while this loop runs */
+	for (i = 0; i < x->nchunks; i++) {
+		struct txchunk *c = &x->chunks[i];
+		size_t len = wire_chunk_len(m->len, i);
 
+		c->x = x;
+		c->index = i;
 		h->chunk_index = i + 1;
-		wire_header_encode(h, ad);
-		if ((rc = session_seal(&p->out, ad, h->seq, i + 1, src + off,
-		    clen, body->data + at)) != 0) {
-			seal_failed(t, p, m->len, rc);
-			return;
+		wire_header_encode(h, c->ad);
+		c->op.cb = on_chunk_sent;
+		c->op.kind = FABRIC_OP_TSEND;
+		c->op.buf = body_chunk(x, i);
+		c->op.len = len + WIRE_MAC_SIZE;
+		c->op.addr = p->fa;
+		c->op.tag = session_body_tag(&p->out, h->seq, i, 1);
+		x->held++;
+		if (!workers_idle(t->workers)) {
+			chunk_ready(t, c, session_bodykey_seal(&x->key, c->ad,
+			    x->seq, i + 1, src != NULL ? src +
+			    (size_t)i * WIRE_CHUNK_SIZE : c->op.buf, len,
+			    c->op.buf));
+			continue;
 		}
-		if (chunk_post(t, body, i, at, clen,
-		    session_body_tag(&p->out, h->seq, i, 1)) != 0)
-			return;
+		if (src != NULL)
+			body_fill(x, i, src, m->len);
+		c->job.work = chunk_seal;
+		c->job.done = chunk_sealed;
+		t->jobs++;
+		workers_submit(t->workers, &c->job);
 	}
+	body_unhold(t, x);
 }
 
-/* Seal m from src under the outbound session and post it. */
+/* Seal m's frame under the outbound session and post it and its body
+ * (src: the payload, NULL for a body filled while m waited). */
 static void
 msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 {
 	struct tpeer *p = m->peer;
 	struct wire_header h;
-	struct txop *fr, *body = NULL;
+	struct txop *fr;
 	uint32_t n = 0;
 	int rc;
 
@@ -585,19 +679,14 @@ msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 		fr = txop_new(t, p, m->type, WIRE_HEADER_SIZE + m->len +
 		    WIRE_MAC_SIZE);
 	} else {
-		n = h.chunk_count = wire_chunk_count(m->len);
+		n = h.chunk_count = m->body->nchunks;
 		fr = txop_new(t, p, m->type, WIRE_HEADER_SIZE + WIRE_MAC_SIZE);
-		body = txop_new(t, p, m->type, wire_body_size(m->len));
-		if (body != NULL) {
-			body->nchunks = n;
-			body->chunks = calloc(n, sizeof(*body->chunks));
-		}
 	}
+	/* From here a failure leaves the body to the message, which the
+	 * peer's failure at the next tick finishes. */
 	m->next = p->inflight;
 	p->inflight = m;
-	if (fr == NULL || (n > 0 && (body == NULL || body->chunks == NULL))) {
-		transport_txop_free(t, fr);
-		transport_txop_free(t, body);
+	if (fr == NULL) {
 		seal_failed(t, p, m->len, -ENOMEM);
 		return;
 	}
@@ -605,27 +694,17 @@ msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 	if ((rc = session_seal(&p->out, fr->data, h.seq, 0, src,
 	    n > 0 ? 0 : m->len, fr->data + WIRE_HEADER_SIZE)) != 0) {
 		transport_txop_free(t, fr);
-		transport_txop_free(t, body);
 		seal_failed(t, p, m->len, rc);
 		return;
 	}
 	fr->op.kind = FABRIC_OP_SEND;
 	fr->msg = m;
 	m->frame = fr;
-	if (txop_post(t, fr) != 0) {
-		transport_txop_free(t, body);
+	if (txop_post(t, fr) != 0)
 		return;
-	}
 	t->msgs_sent++;
-	if (body != NULL) {
-		body->msg = m;
-		m->body = body;
-		body_post(t, m, body, &h, src);
-		if (body->held == 0 && p->error != 0) {
-			m->body = NULL;
-			transport_txop_free(t, body);
-		}
-	}
+	if (n > 0)
+		body_post(t, m, m->body, &h, src);
 	if (m->plain != NULL) {
 		sodium_memzero(m->plain, m->len);
 		free(m->plain);
@@ -654,6 +733,7 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 {
 	struct tpeer *p;
 	struct tmsg *m;
+	int now;
 
 	if (t->closing)
 		return -ESHUTDOWN;
@@ -671,18 +751,26 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 	m->cb = cb;
 	m->arg = arg;
 	m->start = transport_now(t);
-	transport_arm_tick(t, TICK_MS);
-	if (p->out_state == OUT_READY && p->queue == NULL &&
-	    peer_window_open(t, p, len)) {
-		msg_post(t, m, payload);
-		return 0;
-	}
-	if (len > 0) {
+	now = p->out_state == OUT_READY && p->queue == NULL &&
+	    peer_window_open(t, p, len);
+	if (len > WIRE_INLINE_MAX) {
+		m->body = body_new(t, p, type, now ? NULL : payload, len);
+		if (m->body == NULL) {
+			free(m);
+			return -ENOMEM;
+		}
+		m->body->msg = m;
+	} else if (!now && len > 0) {
 		if ((m->plain = malloc(len)) == NULL) {
 			free(m);
 			return -ENOMEM;
 		}
 		memcpy(m->plain, payload, len);
+	}
+	transport_arm_tick(t, TICK_MS);
+	if (now) {
+		msg_post(t, m, payload);
+		return 0;
 	}
 	if (p->queue_tail != NULL)
 		p->queue_tail->next = m;
@@ -737,7 +825,15 @@ transport_open(uv_loop_t *loop, const struct transport_params *p,
 	fp.port = port;
 	fp.frame_size = WIRE_FRAME_MAX;
 	fp.rx_depth = RX_DEPTH;
+	if ((rc = workers_open(loop, p->threads < 0 ? 0 : p->threads > 0 ?
+	    (unsigned)p->threads : workers_default_count(), &t->workers,
+	    err)) != 0) {
+		session_ctx_wipe(&t->ctx);
+		free(t);
+		return rc;
+	}
 	if ((rc = fabric_open(loop, &fp, transport_recv_frame, t, &t->fabric, err)) != 0) {
+		workers_close(t->workers, NULL, NULL);
 		session_ctx_wipe(&t->ctx);
 		free(t);
 		return rc;
@@ -773,6 +869,15 @@ close_step(struct transport *t)
 		cb(arg);
 }
 
+/* A chunk came back from a worker; the last thing it touches of t. */
+void
+transport_job_done(struct transport *t)
+{
+	t->jobs--;
+	if (t->closing)
+		close_step(t);
+}
+
 static void
 on_fabric_closed(void *arg)
 {
@@ -783,6 +888,12 @@ static void
 on_timer_closed(uv_handle_t *h)
 {
 	close_step(h->data);
+}
+
+static void
+on_workers_closed(void *arg)
+{
+	close_step(arg);
 }
 
 void
@@ -806,10 +917,12 @@ transport_close(struct transport *t, void (*cb)(void *arg), void *arg)
 	t->close_cb = cb;
 	t->close_arg = arg;
 	on_dispatch(&t->dispatch);
-	t->close_pending = 3;
+	/* Every chunk a worker holds comes back (transport_job_done). */
+	t->close_pending = 4 + t->jobs;
 	uv_close((uv_handle_t *)&t->tick, on_timer_closed);
 	uv_close((uv_handle_t *)&t->dispatch, on_timer_closed);
 	fabric_close(t->fabric, on_fabric_closed, t);
+	workers_close(t->workers, on_workers_closed, t);
 }
 
 /* --- counters ----------------------------------------------------------- */

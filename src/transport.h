@@ -28,7 +28,11 @@
  *
  * Peers are named "HOST:PORT" as they listen (use numeric addresses: that
  * is what a peer announces and what its traffic is matched against).
- * Everything runs on the loop thread; nothing here is thread-safe.
+ * The calls are the loop thread's; nothing here is thread-safe. The
+ * chunks of a body are sealed and opened by the transport's workers
+ * (workers.h), each job on its own chunk and a copy of its key, so the
+ * loop thread keeps posting and receiving while they run and a big
+ * message's chunks are sealed, sent, received and opened side by side.
  */
 #ifndef GD_TRANSPORT_H
 #define GD_TRANSPORT_H
@@ -58,6 +62,9 @@ struct transport_params {
 	uint64_t	self_id;	/* this peer's id, nonzero */
 	uint64_t	max_message_size; /* 0: TRANSPORT_DEFAULT_MAX_MESSAGE */
 	unsigned	op_timeout_ms;	/* 0: TRANSPORT_DEFAULT_TIMEOUT_MS */
+	/* Threads that seal and open bodies: 0 workers_default_count(),
+	 * -1 none (the loop thread does it, between its other work). */
+	int		threads;
 };
 
 /* A peer stopped making progress; status is -ETIMEDOUT or -EHOSTUNREACH. */

@@ -215,50 +215,92 @@ body_unlink(struct rxbody *b)
 		}
 }
 
-/* Chunk c of its body landed: open it in place; the last one opened
- * delivers the message. A chunk that fails drops the whole body. */
+/* A worker's job: nothing but the chunk and its body's key. */
+static void
+chunk_open(struct workers_job *j)
+{
+	struct rxchunk *c = GD_CONTAINER_OF(j, struct rxchunk, job);
+	struct rxbody *b = c->b;
+
+	c->rc = session_bodykey_open(&b->key, c->ad, b->h.seq, c->index + 1,
+	    c->op.buf, c->op.len, b->macs + (size_t)c->index * WIRE_MAC_SIZE);
+}
+
+/* Chunk c was opened (c->rc 0) or not: the last chunk opened delivers
+ * the message; one that fails drops the whole body. */
+static void
+chunk_done(struct rxchunk *c)
+{
+	struct rxbody *b = c->b;
+	struct transport *t = b->t;
+	struct tpeer *p = b->peer;
+
+	b->held--;
+	if (b->abandoned || t->closing) {
+		transport_body_release(t, b);
+	} else if (c->rc != 0) {
+		transport_reject(t, WIRE_REJ_BAD_MAC, "body chunk");
+		body_unlink(b);
+		transport_body_abandon(t, b);
+	} else {
+		p->rx_progress = transport_now(t);
+		if (++b->opened == b->h.chunk_count) {
+			body_unlink(b);
+			deliver(t, p, &b->h, b->buf, WIRE_HEADER_SIZE +
+			    WIRE_MAC_SIZE + b->size);
+			transport_body_release(t, b);
+		}
+	}
+}
+
+static void
+chunk_opened(struct workers_job *j)
+{
+	struct rxchunk *c = GD_CONTAINER_OF(j, struct rxchunk, job);
+	struct transport *t = c->b->t;
+
+	chunk_done(c);
+	transport_job_done(t);
+}
+
+/* Chunk c of its body landed: open it in place, on a worker when one is
+ * idle (the loop thread goes on receiving meanwhile), else here. A chunk
+ * that did not arrive whole drops the whole body. */
 static void
 on_chunk(struct fabric_op *op, int status, size_t len)
 {
 	struct rxchunk *c = (struct rxchunk *)op;
 	struct rxbody *b = c->b;
 	struct transport *t = b->t;
-	struct tpeer *p = b->peer;
-	uint8_t ad[WIRE_HEADER_SIZE];
 	struct wire_header h = b->h;
-	size_t off = (size_t)c->index * WIRE_CHUNK_SIZE;
-	size_t clen = wire_chunk_len(h.payload_len, c->index);
 
 	b->held--;
 	if (b->abandoned || t->closing) {
 		transport_body_release(t, b);
 		return;
 	}
-	if (status != 0 || len != clen + WIRE_MAC_SIZE) {
+	if (status != 0 || len != op->len + WIRE_MAC_SIZE) {
 		if (status == 0)
 			transport_reject(t, WIRE_REJ_MALFORMED, "truncated body chunk");
 		else if (status != -ECANCELED)
 			transport_reject(t, status == -EMSGSIZE ? WIRE_REJ_OVERSIZE :
 			    WIRE_REJ_MALFORMED, "body chunk did not arrive whole");
-		goto drop;
+		body_unlink(b);
+		transport_body_abandon(t, b);
+		return;
 	}
 	h.chunk_index = c->index + 1;
-	wire_header_encode(&h, ad);
-	if (session_open_chunk(&p->in, ad, h.seq, c->index + 1, b->buf + off,
-	    clen, b->macs + (size_t)c->index * WIRE_MAC_SIZE) != 0) {
-		transport_reject(t, WIRE_REJ_BAD_MAC, "body chunk");
-		goto drop;
-	}
-	p->rx_progress = transport_now(t);
-	if (++b->opened < b->h.chunk_count)
+	wire_header_encode(&h, c->ad);
+	b->held++;
+	if (!workers_idle(t->workers)) {
+		chunk_open(&c->job);
+		chunk_done(c);
 		return;
-	body_unlink(b);
-	deliver(t, p, &b->h, b->buf, WIRE_HEADER_SIZE + WIRE_MAC_SIZE + b->size);
-	transport_body_release(t, b);
-	return;
-drop:
-	body_unlink(b);
-	transport_body_abandon(t, b);
+	}
+	c->job.work = chunk_open;
+	c->job.done = chunk_opened;
+	t->jobs++;
+	workers_submit(t->workers, &c->job);
 }
 
 /* Post a receive for every chunk of b, each into its place. */
@@ -350,6 +392,7 @@ on_app_frame(struct transport *t, const uint8_t *buf, size_t len,
 		free(b);
 		return;
 	}
+	session_bodykey_get(&p->in, 0, &b->key);
 	if ((rc = body_post_chunks(t, b)) != 0) {
 		log_warn("transport: cannot post a body receive: %s",
 		    strerror(-rc));

@@ -23,6 +23,7 @@
 #include "session.h"
 #include "transport.h"
 #include "wire.h"
+#include "workers.h"
 
 #define TICK_MS		100
 #define RX_DEPTH	64
@@ -35,16 +36,25 @@ struct tpeer;
 struct tmsg;
 struct txop;
 
-/* One chunk of a body on its way out. */
+/*
+ * One chunk of a body on its way out: sealed in place by a worker (job),
+ * then posted from the loop (op, set up before the sealing).
+ */
 struct txchunk {
 	struct fabric_op	op;	/* first: fabric hands it back */
 	struct txop		*x;
+	struct workers_job	job;
+	uint8_t			ad[WIRE_HEADER_SIZE];
+	uint32_t		index;
+	int			rc;	/* the worker's seal */
 };
 
 /*
- * A buffer handed to fabric: a frame (its one op), or a sealed body whose
- * chunks are posted one by one (nchunks ops in chunks[]); it frees itself
- * once fabric gave back every op it was handed.
+ * A buffer handed to fabric: a frame (its one op), or a body whose chunks
+ * are each sealed by a worker and posted as soon as it is (nchunks ops in
+ * chunks[]). A body is filled with the plaintext when its message is
+ * queued and sealed in place. It frees itself once every op it handed to
+ * a worker or to fabric came back (held 0).
  */
 struct txop {
 	struct fabric_op	op;	/* first: fabric hands it back */
@@ -54,7 +64,10 @@ struct txop {
 	unsigned		gen;	/* peer generation it was sent in */
 	uint8_t			type;
 	uint32_t		nchunks;	/* 0: a frame */
-	uint32_t		held;	/* chunks fabric holds */
+	uint32_t		held;	/* chunks with a worker or fabric */
+	uint32_t		unsealed;	/* chunks still plaintext */
+	uint64_t		seq;
+	struct session_bodykey	key;
 	struct txchunk		*chunks;
 	uint8_t			data[];
 };
@@ -64,7 +77,7 @@ struct tmsg {
 	struct tpeer		*peer;
 	uint8_t			type;
 	uint64_t		seq;
-	uint8_t			*plain;	/* copy kept until sealed */
+	uint8_t			*plain;	/* inline payload kept until sealed */
 	size_t			len;
 	double			start;
 	struct txop		*frame, *body;
@@ -75,29 +88,36 @@ struct tmsg {
 
 struct rxbody;
 
-/* One chunk of a body on its way in: text in place, MAC apart. */
+/* One chunk of a body on its way in: text in place, MAC apart; opened
+ * in place by a worker (job) once it landed. */
 struct rxchunk {
 	struct fabric_op	op;	/* first */
 	struct rxbody		*b;
+	struct workers_job	job;
+	uint8_t			ad[WIRE_HEADER_SIZE];
 	uint32_t		index;
+	int			rc;	/* the worker's open */
 };
 
 /*
  * A body being received: the plaintext buffer its chunks land in and are
- * opened in, the MACs beside it, one posted receive per chunk. Freed
- * once fabric gave back every receive (held 0) and it is done with.
+ * opened in, the MACs beside it, one posted receive per chunk, and the
+ * key of the session it came in (which a new handshake may replace
+ * meanwhile). Freed once fabric and the workers gave back every chunk
+ * (held 0) and it is done with.
  */
 struct rxbody {
 	struct transport	*t;
 	struct tpeer		*peer;
 	struct rxbody		*next;
 	struct wire_header	h;
+	struct session_bodykey	key;
 	double			start;
 	int			abandoned;
 	size_t			size;	/* wire bytes: payload and MACs */
 	uint8_t			*buf;	/* payload_len bytes */
 	uint8_t			*macs;	/* WIRE_MAC_SIZE per chunk */
-	uint32_t		held;	/* receives fabric holds */
+	uint32_t		held;	/* chunks with fabric or a worker */
 	uint32_t		opened;
 	struct rxchunk		chunks[];
 };
@@ -133,6 +153,7 @@ struct tpeer {
 struct transport {
 	uv_loop_t		*loop;
 	struct fabric		*fabric;
+	struct workers		*workers;	/* seal and open body chunks */
 	struct session_ctx	ctx;
 	transport_peer_down_cb	peer_down;
 	void			*peer_down_arg;
@@ -148,6 +169,7 @@ struct transport {
 	int			dispatching;	/* on_dispatch drains what is added */
 	int			closing;
 	int			close_pending;
+	unsigned		jobs;	/* chunks with a worker */
 	void			(*close_cb)(void *);
 	void			*close_arg;
 
@@ -184,5 +206,6 @@ void transport_body_release(struct transport *t, struct rxbody *b);
 void transport_peer_reset_out(struct transport *t, struct tpeer *p, int status);
 void transport_peer_start_handshake(struct transport *t, struct tpeer *p);
 void transport_peer_drain(struct transport *t, struct tpeer *p);
+void transport_job_done(struct transport *t);
 
 #endif

@@ -13,6 +13,9 @@
 #include <uv.h>
 
 #define GD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* The record of type that embeds *p as its member m. */
+#define GD_CONTAINER_OF(p, type, m) \
+	((type *)(void *)((char *)(p) - offsetof(type, m)))
 
 /* Why an operation failed, in words for the user; the return code says what. */
 struct errbuf {

@@ -29,17 +29,20 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC		0x44505347u	/* "GSPD" read as LE u32 */
-#define WIRE_VERSION		4	/* 2: HELLOs offer AEAD suites; 3: and
+#define WIRE_VERSION		5	/* 2: HELLOs offer AEAD suites; 3: and
 				 * name the session they hold; 4: a body
-				 * is a tagged message per chunk */
+				 * is a tagged message per chunk; 5: of
+				 * 1 MiB */
 #define WIRE_HEADER_SIZE	56
 #define WIRE_MAC_SIZE		16
-/* Chosen by bench_transport on 2 cores (4 MiB messages, median of 3 runs,
- * share of plain TCP at windows 1/4/16): 256 KiB 47/49/-, 1 MiB 49/58/45,
- * 4 MiB 45/62/53. Each chunk is its own rendezvous, whose control messages
- * and wake-ups cost more than the overlap gains while one thread per end
- * seals and sends; a message above a chunk still opens as it lands. */
-#define WIRE_CHUNK_SIZE		(4u << 20)
+/* Chosen by bench_transport on 2 cores, 4 MiB messages, one in flight,
+ * chunks sealed and opened by one worker per end beside the loop thread:
+ * 1 MiB chunks 1.84-1.92 GB/s, 2 MiB 1.76-2.03, 4 MiB 1.38-1.40. A
+ * message's chunks overlap only when a message has several; each chunk
+ * is its own rendezvous, whose control messages and wake-ups cost more
+ * than the overlap gains further down (256 KiB lost at every window when
+ * the loop thread did all the sealing). */
+#define WIRE_CHUNK_SIZE		(1u << 20)
 /* Largest frame a receiver posts a buffer for; bigger payloads use a body. */
 #define WIRE_FRAME_MAX		16384
 #define WIRE_INLINE_MAX		(WIRE_FRAME_MAX - WIRE_HEADER_SIZE - WIRE_MAC_SIZE)

@@ -35,6 +35,7 @@
 #include "log.h"
 #include "transport.h"
 #include "util.h"
+#include "workers.h"
 
 #define T_BULK	64
 #define T_ECHO	65
@@ -46,7 +47,8 @@ static struct {
 	int		count, window, rtt_iters;
 	int		port;
 	uint8_t		key[32];
-} opt = { 4u << 20, 200, 4, 2000, 23400, { 0 } };
+	int		threads;	/* transport_params.threads */
+} opt = { 4u << 20, 200, 4, 2000, 23400, { 0 }, 0 };
 
 static struct {
 	uv_loop_t	*loop;
@@ -131,6 +133,7 @@ open_transport(int port, const char *peer_port)
 	tp.job = "bench";
 	tp.self_id = (uint64_t)port;
 	tp.op_timeout_ms = 20000;
+	tp.threads = opt.threads;
 	/* The default leaves room for 128 bodies of 4 MiB in flight. */
 	if (opt.size >= TRANSPORT_DEFAULT_MAX_MESSAGE)
 		tp.max_message_size = opt.size + 1;
@@ -374,6 +377,7 @@ main(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },
 		{ "rtt-iters", required_argument, NULL, 'r' },
 		{ "port", required_argument, NULL, 'p' },
+		{ "threads", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 	double ours_mbps, ours_rtt, tcp_mbps, tcp_rtt;
@@ -382,10 +386,11 @@ main(int argc, char **argv)
 	int c, lfd;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (optarg == NULL || util_parse_long(optarg, 1, 1L << 30, &v)) {
+		if (optarg == NULL || util_parse_long(optarg, c == 't' ? -1 : 1,
+		    c == 't' ? WORKERS_MAX : 1L << 30, &v)) {
 			fprintf(stderr, "usage: bench_transport [--size N] "
 			    "[--count N] [--window N] [--rtt-iters N] "
-			    "[--port P]\n");
+			    "[--port P] [--threads N]\n");
 			return 2;
 		}
 		switch (c) {
@@ -394,6 +399,7 @@ main(int argc, char **argv)
 		case 'w': opt.window = (int)v; break;
 		case 'r': opt.rtt_iters = (int)v; break;
 		case 'p': opt.port = (int)v; break;
+		case 't': opt.threads = (int)v; break;
 		default: return 2;
 		}
 	}

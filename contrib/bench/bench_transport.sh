@@ -4,7 +4,9 @@
 # throughput with WINDOWS messages in flight and the CPU time each side
 # spends per GB (user + system, whole process), and against fi_pingpong
 # (libfabric-bin, same provider, no crypto) and a plain TCP ping-pong for
-# 64-byte round trips. Everything on 127.0.0.1, side by side in one run,
+# 64-byte round trips; and our throughput with the transport's workers
+# (the default) against the loop thread sealing and opening alone
+# (--threads -1). Everything on 127.0.0.1, side by side in one run,
 # REPEATS times; medians are reported.
 #
 #   make contrib/bench/bench_transport && contrib/bench/bench_transport.sh
@@ -31,6 +33,7 @@ hdr="run,window,tput_ours_MBps,tput_tcp_MBps,rtt_ours_us,rtt_tcp_us,rtt_fi_pingp
 for k in $cpu_keys; do
 	hdr="$hdr,${k}_user_s_per_GB,${k}_sys_s_per_GB"
 done
+hdr="$hdr,tput_ours_loop_only_MBps"
 echo "$hdr" >"$CSV"
 for r in $(seq "$REPEATS"); do
 	for w in $WINDOWS; do
@@ -50,6 +53,9 @@ for r in $(seq "$REPEATS"); do
 		for k in $cpu_keys; do
 			row="$row,$(get ${k}_user_s_per_GB),$(get ${k}_sys_s_per_GB)"
 		done
+		"$BENCH" --count "$COUNT" --window "$w" --port "$PORT" \
+		    --threads -1 >"$tmp/b"
+		row="$row,$(get tput_ours_MBps)"
 		echo "$row" >>"$CSV"
 	done
 done
@@ -65,6 +71,12 @@ for w in $WINDOWS; do
 	o=$(col $w 3); t=$(col $w 4)
 	printf "%-34s %9.0f MB/s %9.0f MB/s %7.1f%%\n" \
 	    "throughput, window $w vs plain TCP" "$o" "$t" \
+	    "$(echo "100 * $o / $t" | bc -l)"
+done
+for w in $WINDOWS; do
+	o=$(col $w 3); t=$(col $w 16)
+	printf "%-34s %9.0f MB/s %9.0f MB/s %7.1f%%\n" \
+	    "window $w, workers vs loop only" "$o" "$t" \
 	    "$(echo "100 * $o / $t" | bc -l)"
 done
 for w in $WINDOWS; do

@@ -8,8 +8,8 @@ import struct
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 JOB = 0x1122334455667788
-WIRE_VERSION = 4  # wire.h
-CHUNK = 4 << 20  # WIRE_CHUNK_SIZE
+WIRE_VERSION = 5  # wire.h
+CHUNK = 1 << 20  # WIRE_CHUNK_SIZE
 
 
 def put(name, seed, data):
