@@ -67,18 +67,16 @@ first=${WINDOWS%% *}
 echo
 echo "4 MiB messages, $COUNT per run, median of $REPEATS runs (CSV: $CSV)"
 printf "%-34s %12s %12s %8s\n" "measure" "ours" "baseline" "ratio"
-for w in $WINDOWS; do
-	o=$(col $w 3); t=$(col $w 4)
-	printf "%-34s %9.0f MB/s %9.0f MB/s %7.1f%%\n" \
-	    "throughput, window $w vs plain TCP" "$o" "$t" \
-	    "$(echo "100 * $o / $t" | bc -l)"
-done
-for w in $WINDOWS; do
-	o=$(col $w 3); t=$(col $w 16)
-	printf "%-34s %9.0f MB/s %9.0f MB/s %7.1f%%\n" \
-	    "window $w, workers vs loop only" "$o" "$t" \
-	    "$(echo "100 * $o / $t" | bc -l)"
-done
+# tput LABEL COLUMN: our throughput against the one in COLUMN, each window
+tput() {
+	for w in $WINDOWS; do
+		o=$(col $w 3); t=$(col $w $2)
+		printf "%-34s %9.0f MB/s %9.0f MB/s %7.1f%%\n" \
+		    "$(printf "$1" $w)" "$o" "$t" "$(echo "100 * $o / $t" | bc -l)"
+	done
+}
+tput "throughput, window %s vs plain TCP" 4
+tput "window %s, workers vs loop only" 16
 for w in $WINDOWS; do
 	for side in "sender 8 12" "receiver 10 14"; do
 		set -- $side
