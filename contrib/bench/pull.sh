@@ -12,13 +12,14 @@
 #   BASE=/path/to/other/build contrib/bench/pull.sh
 #
 # Env: BUILD (.), BASE (none), MODEL (784-8192-8192-10, 74 M parameters,
-# 296 MB), REPEATS (3), PORT (24600).
+# 296 MB), REPEATS (3), PORT (24600), CSV (pull.csv: run,seconds,MB/s).
 set -eu
 BUILD=${BUILD:-.}
 BASE=${BASE:-}
 MODEL=${MODEL:-784-8192-8192-10}
 REPEATS=${REPEATS:-3}
 PORT=${PORT:-24600}
+CSV=${CSV:-pull.csv}
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -66,16 +67,17 @@ run() {
 		grep -q "model pulled" "$d/p2.log" 2>/dev/null && break
 		sleep 0.2
 	done
-	t0=$(stamp "$d/p2.log" "pulling the model") || { echo "$tag: no pull"; return 1; }
-	t1=$(stamp "$d/p2.log" "model pulled") || { echo "$tag: pull unfinished"; return 1; }
+	t0=$(stamp "$d/p2.log" "pulling the model") || { echo "$tag: no pull" >&2; return 1; }
+	t1=$(stamp "$d/p2.log" "model pulled") || { echo "$tag: pull unfinished" >&2; return 1; }
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	pids=()
 	bytes=$(echo "$MODEL" | awk -F- '{ n = 0; for (i = 2; i <= NF; i++) n += ($(i - 1) + 1) * $i; printf "%.0f\n", 4 * n }')
-	echo "$tag $(echo "$t1 - $t0" | bc -l) $(echo "$bytes / ($t1 - $t0) / 1000000" | bc -l)"
+	echo "$tag,$(echo "$t1 - $t0" | bc -l),$(echo "$bytes / ($t1 - $t0) / 1000000" | bc -l)"
 }
 
+echo "run,seconds,MBps" >"$CSV"
 for r in $(seq "$REPEATS"); do
 	run "$BUILD" "ours-$r"
-	[ -n "$BASE" ] && run "$BASE" "base-$r"
-done | awk '{ printf "%-8s pull %7.2f s  %7.0f MB/s\n", $1, $2, $3 }'
+	if [ -n "$BASE" ]; then run "$BASE" "base-$r"; fi
+done | tee -a "$CSV" | awk -F, '{ printf "%-8s pull %7.2f s  %7.0f MB/s\n", $1, $2, $3 }'
