@@ -300,19 +300,11 @@ body_chunk(struct txop *x, uint32_t i)
 	return x->data + (size_t)i * (WIRE_CHUNK_SIZE + WIRE_MAC_SIZE);
 }
 
-/* Chunk i of a len-byte payload src into its place in x. */
-static void
-body_fill(struct txop *x, uint32_t i, const uint8_t *src, size_t len)
-{
-	memcpy(body_chunk(x, i), src + (size_t)i * WIRE_CHUNK_SIZE,
-	    wire_chunk_len(len, i));
-}
-
 /*
- * A body for a message of len bytes, its plaintext to be put in place
- * and sealed there: a copy, which keeps transport_send's promise (the
- * caller may reuse its buffer at once) while a worker seals. Filled from
- * src here when the message must wait (src NULL: body_post fills it).
+ * A body for a message of len bytes, each chunk's place followed by its
+ * MAC's. A message that must wait gets a copy of its payload here (src),
+ * sealed in place when its turn comes; one posted at once (src NULL) is
+ * sealed straight from the caller's buffer.
  */
 static struct txop *
 body_new(struct transport *t, struct tpeer *p, uint8_t type,
@@ -329,7 +321,8 @@ body_new(struct transport *t, struct tpeer *p, uint8_t type,
 	}
 	x->nchunks = x->unsealed = n;
 	for (i = 0; src != NULL && i < n; i++)
-		body_fill(x, i, src, len);
+		memcpy(body_chunk(x, i), src + (size_t)i * WIRE_CHUNK_SIZE,
+		    wire_chunk_len(len, i));
 	return x;
 }
 
@@ -559,14 +552,15 @@ seal_failed(struct transport *t, struct tpeer *p, size_t len, int rc)
 	transport_arm_tick(t, 0);
 }
 
-/* A worker's job: nothing but the chunk, its body's key and sequence. */
-static void
-chunk_seal(struct workers_job *j)
+/* Seal chunk i of x from its plaintext: src's, or its own in place. */
+static int
+chunk_seal(struct txop *x, uint32_t i)
 {
-	struct txchunk *c = GD_CONTAINER_OF(j, struct txchunk, job);
+	struct txchunk *c = &x->chunks[i];
 
-	c->rc = session_bodykey_seal(&c->x->key, c->ad, c->x->seq,
-	    c->index + 1, c->op.buf, c->op.len - WIRE_MAC_SIZE, c->op.buf);
+	return session_bodykey_seal(&x->key, c->ad, x->seq, i + 1,
+	    x->src != NULL ? x->src + (size_t)i * WIRE_CHUNK_SIZE : c->op.buf,
+	    c->op.len - WIRE_MAC_SIZE, c->op.buf);
 }
 
 /* Chunk c was sealed (rc 0) or not: post it, unless its message or its
@@ -576,6 +570,8 @@ chunk_ready(struct transport *t, struct txchunk *c, int rc)
 {
 	struct txop *x = c->x;
 
+	c->posted = 1;
+	x->nposted++;
 	if (rc == 0)
 		x->unsealed--;
 	if (x->msg != NULL && !t->closing && x->gen == x->peer->gen) {
@@ -591,66 +587,128 @@ chunk_ready(struct transport *t, struct txchunk *c, int rc)
 	body_unhold(t, x);
 }
 
-static void
-chunk_sealed(struct workers_job *j)
+/* Under seal_mu: the next chunk of x nobody took yet, or UINT32_MAX. */
+static uint32_t
+body_claim(struct transport *t, struct txop *x)
 {
-	struct txchunk *c = GD_CONTAINER_OF(j, struct txchunk, job);
-	struct transport *t = c->x->t;
+	uint32_t i = UINT32_MAX;
 
-	chunk_ready(t, c, c->rc);
+	pthread_mutex_lock(&t->seal_mu);
+	if (x->claimed < x->nchunks)
+		i = x->claimed++;
+	pthread_mutex_unlock(&t->seal_mu);
+	return i;
+}
+
+/* A worker's job: seal chunks of x until none is left to take. It touches
+ * nothing but the chunks it took, the body's key, sequence and src. */
+static void
+body_help(struct workers_job *j)
+{
+	struct txop *x = GD_CONTAINER_OF(j, struct txhelper, job)->x;
+	struct transport *t = x->t;
+	uint32_t i;
+	int rc;
+
+	while ((i = body_claim(t, x)) != UINT32_MAX) {
+		rc = chunk_seal(x, i);
+		pthread_mutex_lock(&t->seal_mu);
+		x->chunks[i].rc = rc;
+		x->chunks[i].sealed = 1;
+		pthread_cond_signal(&t->seal_cv);
+		pthread_mutex_unlock(&t->seal_mu);
+	}
+}
+
+static void
+body_helped(struct workers_job *j)
+{
+	struct txop *x = GD_CONTAINER_OF(j, struct txhelper, job)->x;
+	struct transport *t = x->t;
+
+	body_unhold(t, x);
 	transport_job_done(t);
+}
+
+/* Post the chunks of x the workers sealed; with wait, until all are. */
+static void
+body_post_sealed(struct transport *t, struct txop *x, int wait)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&t->seal_mu);
+	for (;;) {
+		for (i = 0; i < x->nchunks; i++)
+			if (x->chunks[i].sealed && !x->chunks[i].posted)
+				break;
+		if (i < x->nchunks) {
+			pthread_mutex_unlock(&t->seal_mu);
+			chunk_ready(t, &x->chunks[i], x->chunks[i].rc);
+			pthread_mutex_lock(&t->seal_mu);
+		} else if (wait && x->nposted < x->nchunks)
+			pthread_cond_wait(&t->seal_cv, &t->seal_mu);
+		else
+			break;
+	}
+	pthread_mutex_unlock(&t->seal_mu);
 }
 
 /*
  * Seal every chunk of m's body under the outbound key as message h->seq
- * and post each as soon as it is sealed: the first chunks are on the wire
- * and being opened while the next are sealed. A chunk goes to a worker
- * when one is idle (copied in from src first, so that the caller may
- * reuse its buffer; src NULL: the body was filled while m waited);
- * otherwise the loop thread seals it itself, straight from src, which
- * costs less than the copy and the hand-over would. What fails leaves
- * the peer failing at the next tick, which cancels what was posted.
+ * and post each as soon as it is sealed, so the first chunks are on the
+ * wire and being opened while the next are sealed. The loop thread seals
+ * chunks itself, and idle workers take chunks beside it; it returns once
+ * every chunk is sealed and posted, so that src (the caller's buffer, or
+ * NULL: the body's own copy, made while m waited) is read by nobody after
+ * transport_send, and no copy is needed to keep that promise. It waits
+ * only for chunks a worker has begun, never for one still queued: a busy
+ * worker that comes to its job late finds nothing left to take. What
+ * fails leaves the peer failing at the next tick, which cancels what was
+ * posted.
  */
 static void
 body_post(struct transport *t, struct tmsg *m, struct txop *x,
     struct wire_header *h, const uint8_t *src)
 {
 	struct tpeer *p = m->peer;
+	unsigned k, nhelp = workers_count(t->workers);
 	uint32_t i;
 
 	x->gen = p->gen;
 	x->seq = h->seq;
+	x->src = src;
 	session_bodykey_get(&p->out, 1, &x->key);
-	x->held++;	/* x stays while this loop runs */
+	x->held++;	/* x stays while this runs */
 	for (i = 0; i < x->nchunks; i++) {
 		struct txchunk *c = &x->chunks[i];
-		size_t len = wire_chunk_len(m->len, i);
 
 		c->x = x;
-		c->index = i;
 		h->chunk_index = i + 1;
 		wire_header_encode(h, c->ad);
 		c->op.cb = on_chunk_sent;
 		c->op.kind = FABRIC_OP_TSEND;
 		c->op.buf = body_chunk(x, i);
-		c->op.len = len + WIRE_MAC_SIZE;
+		c->op.len = wire_chunk_len(m->len, i) + WIRE_MAC_SIZE;
 		c->op.addr = p->fa;
 		c->op.tag = session_body_tag(&p->out, h->seq, i, 1);
 		x->held++;
-		if (!workers_idle(t->workers)) {
-			chunk_ready(t, c, session_bodykey_seal(&x->key, c->ad,
-			    x->seq, i + 1, src != NULL ? src +
-			    (size_t)i * WIRE_CHUNK_SIZE : c->op.buf, len,
-			    c->op.buf));
-			continue;
-		}
-		if (src != NULL)
-			body_fill(x, i, src, m->len);
-		c->job.work = chunk_seal;
-		c->job.done = chunk_sealed;
-		t->jobs++;
-		workers_submit(t->workers, &c->job);
 	}
+	if (nhelp > TX_HELPERS)
+		nhelp = TX_HELPERS;
+	for (k = 0; k < nhelp && k + 1 < x->nchunks; k++) {
+		x->helpers[k].x = x;
+		x->helpers[k].job.work = body_help;
+		x->helpers[k].job.done = body_helped;
+		x->held++;
+		t->jobs++;
+		workers_submit(t->workers, &x->helpers[k].job);
+	}
+	while ((i = body_claim(t, x)) != UINT32_MAX) {
+		chunk_ready(t, &x->chunks[i], chunk_seal(x, i));
+		body_post_sealed(t, x, 0);
+	}
+	body_post_sealed(t, x, 1);
+	x->src = NULL;
 	body_unhold(t, x);
 }
 
@@ -783,6 +841,17 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 
 /* --- life cycle --------------------------------------------------------- */
 
+/* What transport_open made before the endpoint and the handles. */
+static void
+transport_free(struct transport *t)
+{
+	session_ctx_wipe(&t->ctx);
+	bufcache_free(&t->bufs);
+	pthread_cond_destroy(&t->seal_cv);
+	pthread_mutex_destroy(&t->seal_mu);
+	free(t);
+}
+
 int
 transport_open(uv_loop_t *loop, const struct transport_params *p,
     transport_peer_down_cb peer_down, void *arg, struct transport **out,
@@ -814,8 +883,10 @@ transport_open(uv_loop_t *loop, const struct transport_params *p,
 	t->timeout_ms = p->op_timeout_ms ? p->op_timeout_ms :
 	    TRANSPORT_DEFAULT_TIMEOUT_MS;
 	bufcache_init(&t->bufs, sizeof(struct txop) + wire_body_size(maxsz));
+	pthread_mutex_init(&t->seal_mu, NULL);
+	pthread_cond_init(&t->seal_cv, NULL);
 	if (session_ctx_init(&t->ctx, p->key, p->job, p->self_id, maxsz) != 0) {
-		free(t);
+		transport_free(t);
 		return errbuf_set(err, -EIO, "libsodium failed to initialise");
 	}
 	memset(&fp, 0, sizeof(fp));
@@ -827,14 +898,12 @@ transport_open(uv_loop_t *loop, const struct transport_params *p,
 	if ((rc = workers_open(loop, p->threads < 0 ? 0 : p->threads > 0 ?
 	    (unsigned)p->threads : workers_default_count(), &t->workers,
 	    err)) != 0) {
-		session_ctx_wipe(&t->ctx);
-		free(t);
+		transport_free(t);
 		return rc;
 	}
 	if ((rc = fabric_open(loop, &fp, transport_recv_frame, t, &t->fabric, err)) != 0) {
 		workers_close(t->workers, NULL, NULL);
-		session_ctx_wipe(&t->ctx);
-		free(t);
+		transport_free(t);
 		return rc;
 	}
 	uv_timer_init(loop, &t->tick);
@@ -861,9 +930,7 @@ close_step(struct transport *t)
 		session_hs_wipe(&p->hs);
 		free(p);
 	}
-	session_ctx_wipe(&t->ctx);
-	bufcache_free(&t->bufs);
-	free(t);
+	transport_free(t);
 	if (cb != NULL)
 		cb(arg);
 }

@@ -28,11 +28,12 @@
  *
  * Peers are named "HOST:PORT" as they listen (use numeric addresses: that
  * is what a peer announces and what its traffic is matched against).
- * The calls are the loop thread's; nothing here is thread-safe. The
- * chunks of a body are sealed and opened by the transport's workers
- * (workers.h), each job on its own chunk and a copy of its key, so the
- * loop thread keeps posting and receiving while they run and a big
- * message's chunks are sealed, sent, received and opened side by side.
+ * The calls are the loop thread's; nothing here is thread-safe. A big
+ * message is cut into chunks that are sealed, sent, received and opened
+ * side by side: the loop thread and the transport's idle workers
+ * (workers.h) seal a body's chunks together, each posted as soon as it
+ * is sealed, and a worker opens each chunk that lands while the loop
+ * thread goes on receiving (the loop opens it itself when none is idle).
  */
 #ifndef GD_TRANSPORT_H
 #define GD_TRANSPORT_H

@@ -13,6 +13,7 @@
 #ifndef GD_TRANSPORT_RECV_H
 #define GD_TRANSPORT_RECV_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,25 +37,36 @@ struct tpeer;
 struct tmsg;
 struct txop;
 
+/* Workers that help the loop thread seal one body, at most. */
+#define TX_HELPERS	4
+
 /*
- * One chunk of a body on its way out: sealed in place by a worker (job),
- * then posted from the loop (op, set up before the sealing).
+ * One chunk of a body on its way out: sealed (by the loop thread or a
+ * worker) into op's buffer, then posted from the loop.
  */
 struct txchunk {
 	struct fabric_op	op;	/* first: fabric hands it back */
 	struct txop		*x;
-	struct workers_job	job;
 	uint8_t			ad[WIRE_HEADER_SIZE];
-	uint32_t		index;
-	int			rc;	/* the worker's seal */
+	int			rc;	/* its seal's */
+	int			sealed;	/* under transport.seal_mu */
+	int			posted;
+};
+
+/* A worker's job of helping to seal a body. */
+struct txhelper {
+	struct workers_job	job;
+	struct txop		*x;
 };
 
 /*
  * A buffer handed to fabric: a frame (its one op), or a body whose chunks
- * are each sealed by a worker and posted as soon as it is (nchunks ops in
- * chunks[]). A body is filled with the plaintext when its message is
- * queued and sealed in place. It frees itself once every op it handed to
- * a worker or to fabric came back (held 0).
+ * are sealed by the loop thread and idle workers side by side, each posted
+ * as soon as it is sealed (nchunks ops in chunks[]). A body holds a copy
+ * of the plaintext only when its message had to wait (it is sealed in
+ * place then); otherwise it is sealed straight from the caller's buffer
+ * (src) before transport_send returns. It frees itself once every op it
+ * handed to fabric and every helper came back (held 0).
  */
 struct txop {
 	struct fabric_op	op;	/* first: fabric hands it back */
@@ -68,7 +80,11 @@ struct txop {
 	uint32_t		unsealed;	/* chunks still plaintext */
 	uint64_t		seq;
 	struct session_bodykey	key;
+	const uint8_t		*src;	/* plaintext while it is being sealed */
+	uint32_t		claimed;	/* chunks taken to seal: seal_mu */
+	uint32_t		nposted;
 	struct txchunk		*chunks;
+	struct txhelper		helpers[TX_HELPERS];
 	uint8_t			data[];
 };
 
@@ -154,6 +170,8 @@ struct transport {
 	uv_loop_t		*loop;
 	struct fabric		*fabric;
 	struct workers		*workers;	/* seal and open body chunks */
+	pthread_mutex_t		seal_mu;	/* a body's chunks being sealed */
+	pthread_cond_t		seal_cv;	/* one more sealed */
 	struct session_ctx	ctx;
 	transport_peer_down_cb	peer_down;
 	void			*peer_down_arg;

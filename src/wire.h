@@ -36,12 +36,12 @@
 #define WIRE_HEADER_SIZE	56
 #define WIRE_MAC_SIZE		16
 /* Chosen by bench_transport on 2 cores, 4 MiB messages, one in flight,
- * chunks sealed and opened by one worker per end beside the loop thread:
- * 1 MiB chunks 1.84-1.92 GB/s, 2 MiB 1.76-2.03, 4 MiB 1.38-1.40. A
- * message's chunks overlap only when a message has several; each chunk
- * is its own rendezvous, whose control messages and wake-ups cost more
- * than the overlap gains further down (256 KiB lost at every window when
- * the loop thread did all the sealing). */
+ * chunks sealed by the loop and one worker per end: 1 MiB chunks 2.00-
+ * 2.13 GB/s, 2 MiB 1.87-1.96, 4 MiB (the loop alone) 1.65-1.72. A
+ * message's chunks overlap only when it has several; but each chunk is
+ * its own rendezvous, whose control messages and wake-ups cost about 6%
+ * at 4 in flight against 4 MiB chunks, and more further down (256 KiB
+ * lost at every window when the loop thread did all the sealing). */
 #define WIRE_CHUNK_SIZE		(1u << 20)
 /* Largest frame a receiver posts a buffer for; bigger payloads use a body. */
 #define WIRE_FRAME_MAX		16384

@@ -134,6 +134,12 @@ workers_open(uv_loop_t *loop, unsigned n, struct workers **out,
 	return 0;
 }
 
+unsigned
+workers_count(const struct workers *w)
+{
+	return w->nthreads;
+}
+
 int
 workers_idle(struct workers *w)
 {
