@@ -6,12 +6,12 @@
  *   session (started by us: our messages, their ACKs) and the inbound one
  *   (started by them: their messages, our ACKs).
  * - struct tmsg is one application send; struct txop is one buffer handed
- *   to fabric: a frame, or a body, whose chunks are sealed by the
- *   workers (or by the loop when none is idle) and posted each as soon as
- *   it is sealed. A txop can outlive its message (a worker or the
- *   provider may still hold a chunk after we gave up on it), so each owns
- *   itself and frees itself once every chunk came back. The transport
- *   counts the jobs out so that closing waits for them.
+ *   to fabric: a frame, or a body, whose chunks the loop and idle
+ *   workers seal together, each posted as soon as it is sealed. A txop
+ *   can outlive its message (a worker or the provider may still hold a
+ *   part of it after we gave up on it), so each owns itself and frees
+ *   itself once everything came back. The transport counts the workers'
+ *   jobs out so that closing waits for them.
  * - Send callbacks never run inline: finished messages go to a list that a
  *   zero timer drains, so callers can re-enter freely. Deadlines are
  *   checked by a 100 ms timer that runs only while something is pending,
