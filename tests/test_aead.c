@@ -92,6 +92,20 @@ test_rfc8439(void)
 	CHECK(memcmp(c + n, tag, sizeof(tag)) == 0);
 }
 
+/* A known-answer check's inputs: a random key, header and 70001-byte
+ * message, and the nonce of sequence 42, part 3. */
+static void
+kat_setup(uint8_t key[AEAD_KEY_SIZE], uint8_t ad[WIRE_HEADER_SIZE],
+    uint8_t n[12], uint8_t *m)
+{
+	randombytes_buf(key, AEAD_KEY_SIZE);
+	randombytes_buf(ad, WIRE_HEADER_SIZE);
+	randombytes_buf(m, 70001);
+	memset(n, 0, 12);
+	wire_put_u64(n, 42);
+	wire_put_u32(n + 8, 3);
+}
+
 /* libcrypto (large) and libsodium (small) agree byte for byte. */
 static void
 test_same_bytes(void)
@@ -102,12 +116,7 @@ test_same_bytes(void)
 	uint8_t *ref = malloc(70001 + AEAD_TAG_SIZE);
 	size_t i;
 
-	randombytes_buf(key, sizeof(key));
-	randombytes_buf(ad, sizeof(ad));
-	randombytes_buf(m, 70001);
-	memset(n, 0, sizeof(n));
-	wire_put_u64(n, 42);
-	wire_put_u32(n + 8, 3);
+	kat_setup(key, ad, n, m);
 	for (i = 0; i < GD_ARRAY_SIZE(sizes); i++) {
 		crypto_aead_chacha20poly1305_ietf_encrypt(ref, NULL, m,
 		    sizes[i], ad, sizeof(ad), NULL, n, key);
@@ -140,12 +149,7 @@ test_aes_message_key(void)
 		printf("# test_aead: no AES instructions, AES-256-GCM not offered\n");
 		goto out;
 	}
-	randombytes_buf(key, sizeof(key));
-	randombytes_buf(ad, sizeof(ad));
-	randombytes_buf(m, 70001);
-	memset(n, 0, sizeof(n));
-	wire_put_u64(n, 42);
-	wire_put_u32(n + 8, 3);
+	kat_setup(key, ad, n, m);
 	crypto_kdf_derive_from_key(mk, sizeof(mk), 42, "gdmsgkey", key);
 	for (i = 0; i < GD_ARRAY_SIZE(sizes); i++) {
 		crypto_aead_aes256gcm_encrypt(ref, NULL, m, sizes[i], ad,
