@@ -11,15 +11,21 @@
  * per donor as they arrive and averaged when the chunk's last donor has
  * answered, failed or timed out.
  *
+ * Answers wait in slots, one per chunk asked and not averaged (at most
+ * PULL_WINDOW), each with room for every donor's answer, not in a copy
+ * of the model per donor: that was PULL_MAX_DONORS times the model, all
+ * of it written once, and for a 296 MB model its first touch (page
+ * faults) took a third of the joiner's time.
+ *
  * A donor is dropped when a chunk of its holds a non-finite value, or
  * lies farther from the chunk of the donor with the smallest RMS than
  * GOSSIP_FAR_GAMMA times that RMS. The smallest is the reference because
  * a diverging model grows; honest donors differ by ~40% of the RMS.
  *
- * One attempt's state (donors, chunks, answers: 4 floats a parameter)
- * lives in a struct pull_join made at its start and freed at its end, so
- * a donor carries only its CHUNK buffer, grown to the largest slice asked
- * and reused.
+ * One attempt's state (donors, chunks, the average: a float a parameter,
+ * and the answer slots) lives in a struct pull_join made at its start and
+ * freed at its end, so a donor carries only its CHUNK buffer, grown to the
+ * largest slice asked and reused.
  */
 #include "pull.h"
 
@@ -55,6 +61,7 @@ struct pull_slice {
 	double deadline;
 	unsigned answers;         /* values summed so far */
 	int have;                 /* averaged and final */
+	int slot;                 /* where its answers wait; -1 none */
 };
 
 struct pull_donor {
@@ -65,7 +72,9 @@ struct pull_donor {
 /* One attempt of a joiner, from the choice of donors to the model. */
 struct pull_join {
 	float *x;                 /* averages */
-	float *dx;                /* donor i's answers at dx + i * d */
+	float *slots;             /* answer slots (see top), slot_size apart */
+	size_t slot_size;         /* PULL_MAX_DONORS answers of a chunk */
+	int free_slots[PULL_WINDOW], nfree;
 	struct pull_slice *chunks;
 	size_t nchunks, have;
 	size_t asked;             /* chunks asked so far, in order */
@@ -152,7 +161,7 @@ pull_join_free(struct pull_join *j)
 	if (j == NULL)
 		return;
 	free(j->x);
-	free(j->dx);
+	free(j->slots);
 	free(j->chunks);
 	free(j);
 }
@@ -249,6 +258,14 @@ pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
 
 /* --- joiner --------------------------------------------------------------- */
 
+/* Where donor di's answer to chunk c waits. */
+static float *
+pull_answer(const struct pull_join *j, const struct pull_slice *c, int di)
+{
+	return j->slots + (size_t)c->slot * j->slot_size +
+	    (size_t)di * (j->slot_size / PULL_MAX_DONORS);
+}
+
 /* Ask every donor still standing for chunk ci, under a new generation. */
 static void
 pull_ask(struct pull *p, size_t ci, double now)
@@ -287,8 +304,12 @@ pull_fill(struct pull *p, double now)
 {
 	struct pull_join *j = p->join;
 
-	while (!j->failed && j->asked < j->nchunks && j->asked - j->have < PULL_WINDOW)
+	/* A slot is free for each chunk this asks: slots are held by the
+	 * chunks asked and not averaged, fewer than PULL_WINDOW. */
+	while (!j->failed && j->asked < j->nchunks && j->asked - j->have < PULL_WINDOW) {
+		j->chunks[j->asked].slot = j->free_slots[--j->nfree];
 		pull_ask(p, j->asked++, now);
+	}
 }
 
 static void pull_settle(struct pull *p, size_t ci, double now);
@@ -339,7 +360,7 @@ pull_rms(const float *a, const float *ref, size_t n)
 /* Answers of chunk c far from the reference (see top) are failed and
  * their donors returned in far[]; returns how many. */
 static int
-pull_vet(struct pull_join *j, size_t d, struct pull_slice *c, int far[PULL_MAX_DONORS])
+pull_vet(struct pull_join *j, struct pull_slice *c, int far[PULL_MAX_DONORS])
 {
 	double norm, best = -1;
 	const float *ref = NULL;
@@ -348,14 +369,14 @@ pull_vet(struct pull_join *j, size_t d, struct pull_slice *c, int far[PULL_MAX_D
 	for (int di = 0; di < j->ndonors; di++) {
 		if (c->ask[di] != ASK_ANSWERED)
 			continue;
-		norm = pull_rms(j->dx + di * d + c->off, NULL, c->len);
+		norm = pull_rms(pull_answer(j, c, di), NULL, c->len);
 		if (best < 0 || norm < best) {
 			best = norm;
-			ref = j->dx + di * d + c->off;
+			ref = pull_answer(j, c, di);
 		}
 	}
 	for (int di = 0; di < j->ndonors; di++) {
-		const float *v = j->dx + di * d + c->off;
+		const float *v = pull_answer(j, c, di);
 
 		if (c->ask[di] != ASK_ANSWERED || v == ref || pull_rms(v, ref, c->len) <=
 		    GOSSIP_FAR_GAMMA * fmax(best, GOSSIP_FAR_FLOOR))
@@ -374,7 +395,6 @@ pull_settle(struct pull *p, size_t ci, double now)
 {
 	struct pull_join *j = p->join;
 	struct pull_slice *c = &j->chunks[ci];
-	size_t d = p->m->d;
 	int far[PULL_MAX_DONORS], nfar;
 	float inv;
 
@@ -387,11 +407,11 @@ pull_settle(struct pull *p, size_t ci, double now)
 		pull_ask(p, ci, now);
 		return;
 	}
-	nfar = pull_vet(j, d, c, far);
+	nfar = pull_vet(j, c, far);
 	inv = 1.0f / (float)c->answers;
 	memset(j->x + c->off, 0, c->len * sizeof(float));
 	for (int di = 0; di < j->ndonors; di++) {
-		const float *v = j->dx + di * d + c->off;
+		const float *v = pull_answer(j, c, di);
 
 		if (c->ask[di] != ASK_ANSWERED)
 			continue;
@@ -400,6 +420,8 @@ pull_settle(struct pull *p, size_t ci, double now)
 	}
 	c->have = 1;
 	j->have++;
+	j->free_slots[j->nfree++] = c->slot;
+	c->slot = -1;
 	for (int i = 0; i < nfar; i++)
 		pull_reject(p, far[i], now, GOSSIP_REFUSE_FAR);
 	pull_fill(p, now);
@@ -418,14 +440,19 @@ pull_start(struct pull *p, double now, const char *const *live, size_t n)
 		goto out;
 	j->nchunks = (d + PULL_CHUNK_FLOATS - 1) / PULL_CHUNK_FLOATS;
 	j->x = calloc(d, sizeof(float));
-	j->dx = malloc(PULL_MAX_DONORS * d * sizeof(float));
+	j->slot_size = PULL_MAX_DONORS * (d < PULL_CHUNK_FLOATS ? d : PULL_CHUNK_FLOATS);
+	j->nfree = j->nchunks < PULL_WINDOW ? (int)j->nchunks : PULL_WINDOW;
+	j->slots = malloc((size_t)j->nfree * j->slot_size * sizeof(float));
 	j->chunks = calloc(j->nchunks, sizeof(*j->chunks));
-	if (j->x == NULL || j->dx == NULL || j->chunks == NULL || j->nchunks >= 1u << 24)
+	if (j->x == NULL || j->slots == NULL || j->chunks == NULL || j->nchunks >= 1u << 24)
 		goto out;
+	for (int i = 0; i < j->nfree; i++)
+		j->free_slots[i] = i;
 	for (size_t i = 0; i < j->nchunks; i++) {
 		j->chunks[i].off = i * PULL_CHUNK_FLOATS;
 		j->chunks[i].len = i + 1 < j->nchunks ? PULL_CHUNK_FLOATS :
 		    d - i * PULL_CHUNK_FLOATS;
+		j->chunks[i].slot = -1;
 	}
 	for (size_t i = 0; i < n; i++)
 		order[i] = i;
@@ -521,7 +548,7 @@ pull_take(struct pull *p, double now, const char *from, const uint8_t *buf, size
 		j->refused++;
 		c->ask[di] = ASK_FAILED;
 	} else {
-		float *v = j->dx + (size_t)di * p->m->d + c->off;
+		float *v = pull_answer(j, c, di);
 
 		memcpy(v, gc.values, c->len * sizeof(float));
 		if (!gossip_finite(v, c->len)) {

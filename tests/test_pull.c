@@ -649,6 +649,48 @@ test_window(void)
 	teardown();
 }
 
+/* A chunk that waits for some of its answers keeps them while every other
+ * chunk comes and goes through the remaining answer slots: one donor's
+ * answer to chunk 1 first, then all the others' answers (the window's
+ * last first), then chunk 1's other two. Exact means of all three. */
+static void
+test_slots(void)
+{
+	struct msg late[PULL_MAX_DONORS];
+	int who[PULL_MAX_DONORS], nlate = 0, first = -1;
+	uint64_t off1 = PULL_CHUNK_FLOATS;
+
+	setup_spec(3, SPEC_BIG);
+	members(3);
+	REQUIRE(chosen(who) == 3);
+	now = 0.5 * TIMEOUT;
+	pump(1, -1);
+	REQUIRE(nheld == 3 * PULL_WINDOW);
+	for (int i = 0; i < nheld && first < 0; i++)
+		if (wire_get_u64(held[i].buf + 8) == off1)
+			first = i;
+	REQUIRE(first >= 0);
+	deliver(&held[first]);
+	for (int i = nheld - 1; i >= 0; i--) {
+		if (i == first)
+			continue;
+		if (wire_get_u64(held[i].buf + 8) == off1) {
+			REQUIRE(nlate < PULL_MAX_DONORS);
+			late[nlate++] = held[i];
+			continue;
+		}
+		deliver(&held[i]);
+		pump(0, -1);
+	}
+	nheld = 0;
+	CHECK(nlate == 2 && pulled == 0);
+	for (int i = 0; i < nlate; i++)
+		deliver(&late[i]);
+	pump(0, -1);
+	CHECK(pulled == 1 && mean_of(0, d, who, 3));
+	teardown();
+}
+
 int
 main(void)
 {
@@ -663,5 +705,6 @@ main(void)
 	test_bad_chunks();
 	test_poison();
 	test_window();
+	test_slots();
 	return check_exit("test_pull");
 }
