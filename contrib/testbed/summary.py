@@ -227,7 +227,7 @@ def main():
             md.append("")
             md.append("```")
             with open(os.path.join(out, suite, "log.txt"), errors="replace") as f:
-                md.extend(line.rstrip() for line in f.readlines()[-20:])
+                md.extend(line.rstrip() for line in f.readlines()[-25:])
             md.append("```")
             md.append("")
     text = "\n".join(md) + "\n"
