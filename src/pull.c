@@ -72,8 +72,8 @@ struct pull_donor {
 /* One attempt of a joiner, from the choice of donors to the model. */
 struct pull_join {
 	float *x;                 /* averages */
-	float *slots;             /* answer slots (see top), slot_size apart */
-	size_t slot_size;         /* PULL_MAX_DONORS answers of a chunk */
+	float *slots;             /* answer slots (see top) */
+	size_t stride;            /* floats of one answer: a chunk's at most */
 	int free_slots[PULL_WINDOW], nfree;
 	struct pull_slice *chunks;
 	size_t nchunks, have;
@@ -262,8 +262,7 @@ pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
 static float *
 pull_answer(const struct pull_join *j, const struct pull_slice *c, int di)
 {
-	return j->slots + (size_t)c->slot * j->slot_size +
-	    (size_t)di * (j->slot_size / PULL_MAX_DONORS);
+	return j->slots + ((size_t)c->slot * PULL_MAX_DONORS + (size_t)di) * j->stride;
 }
 
 /* Ask every donor still standing for chunk ci, under a new generation. */
@@ -440,9 +439,9 @@ pull_start(struct pull *p, double now, const char *const *live, size_t n)
 		goto out;
 	j->nchunks = (d + PULL_CHUNK_FLOATS - 1) / PULL_CHUNK_FLOATS;
 	j->x = calloc(d, sizeof(float));
-	j->slot_size = PULL_MAX_DONORS * (d < PULL_CHUNK_FLOATS ? d : PULL_CHUNK_FLOATS);
+	j->stride = d < PULL_CHUNK_FLOATS ? d : PULL_CHUNK_FLOATS;
 	j->nfree = j->nchunks < PULL_WINDOW ? (int)j->nchunks : PULL_WINDOW;
-	j->slots = malloc((size_t)j->nfree * j->slot_size * sizeof(float));
+	j->slots = malloc((size_t)j->nfree * PULL_MAX_DONORS * j->stride * sizeof(float));
 	j->chunks = calloc(j->nchunks, sizeof(*j->chunks));
 	if (j->x == NULL || j->slots == NULL || j->chunks == NULL || j->nchunks >= 1u << 24)
 		goto out;
