@@ -72,7 +72,8 @@ run() {
 	done
 	t0=$(stamp "$d/p2.log" "pulling the model") || { echo "$tag: no pull" >&2; return 1; }
 	t1=$(stamp "$d/p2.log" "model pulled") || { echo "$tag: pull unfinished" >&2; return 1; }
-	peak=$(awk '$1 == "VmHWM:" { printf "%.0f", $2 / 1024 }' "/proc/${pids[2]}/status")
+	# The joiner's peak so far; "-" when it is gone already.
+	peak=$(awk '$1 == "VmHWM:" { printf "%.0f", $2 / 1024 }' "/proc/${pids[2]}/status" 2>/dev/null) || peak=-
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	pids=()
