@@ -45,6 +45,7 @@ struct attach {
 	struct control *ctl;
 	struct attach_hooks h;
 	uv_timer_t stop_timer;
+	uv_timer_t ckpt_timer;    /* a checkpoint's wait for a boundary */
 	uv_work_t work;
 
 	int fd;                   /* the memfd; -1 until the first attach */
@@ -157,6 +158,7 @@ attach_checkpoint(struct attach *a)
 
 	if (a->writing || a->closing)
 		return;
+	uv_timer_stop(&a->ckpt_timer);
 	/* A vector that does not hold the job's model yet (zeros, or a pull
 	 * under way) must never become a checkpoint --resume would load. */
 	if (a->cfg->checkpoint_dir == NULL || !a->has_model) {
@@ -214,6 +216,8 @@ attach_new(const struct config *cfg, struct model *m, struct control *ctl,
 	a->started = util_now();
 	uv_timer_init(loop, &a->stop_timer);
 	a->stop_timer.data = a;
+	uv_timer_init(loop, &a->ckpt_timer);
+	a->ckpt_timer.data = a;
 	*out = a;
 	return 0;
 }
@@ -225,6 +229,7 @@ attach_close(struct attach *a)
 		return;
 	a->closing = 1;
 	uv_close((uv_handle_t *)&a->stop_timer, NULL);
+	uv_close((uv_handle_t *)&a->ckpt_timer, NULL);
 }
 
 void
@@ -375,6 +380,7 @@ attach_on_attach(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 	}
 	a->pid = control_peer_pid(a->ctl, client);
 	snprintf(a->name, sizeof(a->name), "%s", name ? name : "");
+	util_utf8_fix(a->name);
 	if (a->pulling) {
 		log_info("trainer pid %d waits while the model is pulled from donors", a->pid);
 		a->waiting = client;
@@ -400,25 +406,62 @@ attach_start(struct attach *a, uint64_t step)
 	}
 }
 
-/* Numbers the process may report at a boundary. */
+/* The numbers a process may report at a boundary and their ranges. They
+ * reach status, stats and /metrics, where one number JSON cannot carry
+ * blanks the whole reply; samples are also summed into a rate. */
+static const struct {
+	const char *field;
+	double min, max;          /* HUGE_VAL: any finite number */
+	int integer;
+} attach_report_fields[] = {
+	{ "loss", -HUGE_VAL, HUGE_VAL, 0 },
+	{ "test_loss", -HUGE_VAL, HUGE_VAL, 0 },
+	{ "accuracy", -HUGE_VAL, HUGE_VAL, 0 },
+	{ "samples", 0, ATTACH_MAX_SAMPLES, 0 },
+	{ "epoch", 0, UINT32_MAX, 1 },
+};
+
+/* Why a step's report cannot be taken; NULL if it can. */
+static json_t *
+attach_report_refusal(json_t *req)
+{
+	for (size_t i = 0; i < GD_ARRAY_SIZE(attach_report_fields); i++) {
+		const char *f = attach_report_fields[i].field;
+		double min = attach_report_fields[i].min, max = attach_report_fields[i].max;
+		json_t *v = json_object_get(req, f);
+		double x;
+
+		if (v == NULL)
+			continue;
+		x = json_is_number(v) ? json_number_value(v) : NAN;
+		if ((attach_report_fields[i].integer && !json_is_integer(v)) || !isfinite(x) ||
+		    x < min || x > max)
+			return max == HUGE_VAL ?
+			    control_error("step: %s: want a finite number", f) :
+			    control_error("step: %s: want %s from %.0f to %.0f", f,
+			    attach_report_fields[i].integer ? "an integer" : "a number", min, max);
+	}
+	return NULL;
+}
+
+/* Numbers the process reports at a boundary (attach_report_refusal has
+ * checked them). */
 static void
 attach_take_report(struct attach *a, json_t *req, double now)
 {
 	json_t *v;
 
-	if ((v = json_object_get(req, "loss")) != NULL && json_is_number(v))
+	if ((v = json_object_get(req, "loss")) != NULL)
 		a->p.loss = json_number_value(v);
-	if ((v = json_object_get(req, "epoch")) != NULL && json_is_integer(v) &&
-	    json_integer_value(v) >= 0)
+	if ((v = json_object_get(req, "epoch")) != NULL)
 		a->p.epoch = (uint32_t)json_integer_value(v);
-	if ((v = json_object_get(req, "accuracy")) != NULL && json_is_number(v)) {
+	if ((v = json_object_get(req, "accuracy")) != NULL) {
 		a->p.accuracy = json_number_value(v);
 		a->p.eval_step = a->p.step;
 	}
-	if ((v = json_object_get(req, "test_loss")) != NULL && json_is_number(v))
+	if ((v = json_object_get(req, "test_loss")) != NULL)
 		a->p.test_loss = json_number_value(v);
-	if ((v = json_object_get(req, "samples")) != NULL && json_is_number(v) &&
-	    json_number_value(v) > 0)
+	if ((v = json_object_get(req, "samples")) != NULL)
 		a->rate_samples += json_number_value(v);
 	if (a->rate_t0 == 0)
 		a->rate_t0 = now;
@@ -484,6 +527,8 @@ attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 		    a->p.step);
 		return CONTROL_REPLIED;
 	}
+	if ((*reply = attach_report_refusal(req)) != NULL)
+		return CONTROL_REPLIED;
 	n = (uint64_t)json_integer_value(s);
 	if ((rc = model_release(a->m)) < 0)
 		log_error("applying queued mixes: %s", strerror(-rc));
@@ -580,11 +625,19 @@ attach_gone(struct attach *a, uint64_t client)
 {
 	if (client == a->waiting) {
 		a->waiting = 0;
+		control_pin(a->ctl, client, 0);
 		log_info("trainer pid %d went away before the model was pulled", a->pid);
+		control_reply(a->ctl, client, control_error("attach: the connection ended "
+		    "before the model was pulled"));
 		return;
 	}
-	if (a->state == ATTACH_ATTACHED && client == a->client)
-		attach_let_go(a, "went away (connection closed)");
+	if (a->state != ATTACH_ATTACHED || client != a->client)
+		return;
+	/* A step reply held back for pace has no one to go to now. */
+	if (a->holding)
+		control_reply(a->ctl, client, control_error("step: the connection ended; "
+		    "detached"));
+	attach_let_go(a, "went away (connection closed)");
 }
 
 static void
@@ -593,7 +646,7 @@ attach_stop_expired(uv_timer_t *t)
 	struct attach *a = t->data;
 
 	log_warn("leave: the training process reached no step boundary in %d s; leaving "
-	    "without it%s", ATTACH_STOP_WAIT_MS / 1000, a->has_model ?
+	    "without it%s", ATTACH_BOUNDARY_WAIT_MS / 1000, a->has_model ?
 	    " (the final checkpoint takes its parameters as they are)" : "");
 	attach_final(a);
 }
@@ -610,7 +663,31 @@ attach_request_stop(struct attach *a)
 			attach_answer_step(a);
 		return;
 	}
-	uv_timer_start(&a->stop_timer, attach_stop_expired, ATTACH_STOP_WAIT_MS, 0);
+	uv_timer_start(&a->stop_timer, attach_stop_expired, ATTACH_BOUNDARY_WAIT_MS, 0);
+}
+
+/* The process kept the vector past the wait: the checkpoints asked fail
+ * with the reason rather than wait for a boundary that may never come. A
+ * write under way is let finish first (it serves earlier tickets). */
+static void
+attach_ckpt_expired(uv_timer_t *t)
+{
+	struct attach *a = t->data;
+
+	if (a->ckpt_asked <= a->ckpt_taken || attach_ours(a))
+		return;
+	if (a->writing) {
+		uv_timer_start(&a->ckpt_timer, attach_ckpt_expired, 1000, 0);
+		return;
+	}
+	log_warn("checkpoint: the training process reached no step boundary in %d s",
+	    ATTACH_BOUNDARY_WAIT_MS / 1000);
+	a->ckpt_taken = a->p.ckpt_done = a->ckpt_asked;
+	a->p.ckpt_rc = -ETIMEDOUT;
+	snprintf(a->p.ckpt_msg, sizeof(a->p.ckpt_msg), "the training process (pid %d) "
+	    "reached no step boundary in %d s; it holds the model", a->pid,
+	    ATTACH_BOUNDARY_WAIT_MS / 1000);
+	attach_notify(a);
 }
 
 uint64_t
@@ -620,6 +697,8 @@ attach_request_checkpoint(struct attach *a)
 
 	if (attach_ours(a))
 		attach_checkpoint(a);
+	else if (!uv_is_active((uv_handle_t *)&a->ckpt_timer))
+		uv_timer_start(&a->ckpt_timer, attach_ckpt_expired, ATTACH_BOUNDARY_WAIT_MS, 0);
 	return ticket;
 }
 

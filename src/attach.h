@@ -30,9 +30,13 @@
 
 /* A process that sends no step for this long is reported stalled. */
 #define ATTACH_STALL_S 60.0
-/* On leave, how long an attached process has to reach a boundary before
- * the final checkpoint takes the vector as it is. */
-#define ATTACH_STOP_WAIT_MS 10000
+/* How long the daemon waits for an attached process to reach a boundary
+ * it needs: on leave, the final checkpoint then takes the vector as it is;
+ * a checkpoint asked meanwhile fails with the reason. */
+#define ATTACH_BOUNDARY_WAIT_MS 10000
+/* The most samples one step may report: beyond any batch, and small
+ * enough that a rate summed over a second's steps stays finite. */
+#define ATTACH_MAX_SAMPLES 1e9
 
 /* Calls into the daemon, all on the loop thread. */
 struct attach_hooks {
@@ -72,7 +76,8 @@ void attach_resume(struct attach *a);
 int attach_on_attach(struct attach *a, uint64_t client, json_t *req, json_t **reply);
 int attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply);
 int attach_on_detach(struct attach *a, uint64_t client, json_t *req, json_t **reply);
-/* The attached connection ended. */
+/* The attached connection ended or shut its writing side: the process
+ * is detached, and what it waited for (an attach, a held step) answered. */
 void attach_gone(struct attach *a, uint64_t client);
 
 void attach_get_progress(struct attach *a, struct train_progress *p);
@@ -82,10 +87,12 @@ int attach_attached(const struct attach *a);
 int attach_holds_model(const struct attach *a);
 /* status's "attach" object. */
 json_t *attach_status(struct attach *a);
-/* As train_request_checkpoint: done when progress.ckpt_done >= ticket. */
+/* As train_request_checkpoint: done when progress.ckpt_done >= ticket.
+ * One that waits for the process's next boundary fails after
+ * ATTACH_BOUNDARY_WAIT_MS, and is written at once if the process goes. */
 uint64_t attach_request_checkpoint(struct attach *a);
 /* Final checkpoint at the process's next boundary (or now, or after
- * ATTACH_STOP_WAIT_MS), then DONE. */
+ * ATTACH_BOUNDARY_WAIT_MS), then DONE. */
 void attach_request_stop(struct attach *a);
 
 #endif

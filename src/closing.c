@@ -114,7 +114,7 @@ closing_json(const struct closing *c, double now)
 	    "bytes", (json_int_t)c->bytes, "budget_bytes", (json_int_t)c->p.budget_bytes,
 	    "started_at", c->started_wall,
 	    "seconds", (c->active ? now : c->ended_at) - c->started,
-	    "distance", c->distance < 0 || isinf(c->distance) ? json_null() :
+	    "distance", c->distance < 0 || !isfinite(c->distance) ? json_null() :
 	    json_real(c->distance));
 	if (o != NULL && c->ended)
 		json_object_set_new(o, "reason", json_string(closing_reason_name(c->reason)));

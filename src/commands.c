@@ -86,14 +86,16 @@ commands_status(struct daemon *d)
 		sent = transport_bytes_sent(d->transport);
 		received = transport_bytes_received(d->transport);
 	}
-	st = json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I,"
-	    " s:f, s:f, s:i, s:I, s:I, s:I}",
+	/* Progress numbers go through control_real: a diverged loss or
+	 * whatever an attached process reported must not blank the reply. */
+	st = json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:I,"
+	    " s:o, s:o, s:i, s:I, s:I, s:I}",
 	    "ok", 1, "id", id, "job", d->cfg.job, "state", commands_state(d, &p),
 	    "step", (json_int_t)p.step, "total_steps", (json_int_t)p.total_steps,
-	    "epoch", (json_int_t)p.epoch, "lr", p.lr, "loss", p.loss,
-	    "accuracy", p.accuracy, "test_loss", p.test_loss,
-	    "eval_step", (json_int_t)p.eval_step, "samples_per_s", p.samples_per_s,
-	    "elapsed", p.elapsed, "members", members, "bytes_sent", (json_int_t)sent,
+	    "epoch", (json_int_t)p.epoch, "lr", control_real(p.lr), "loss", control_real(p.loss),
+	    "accuracy", control_real(p.accuracy), "test_loss", control_real(p.test_loss),
+	    "eval_step", (json_int_t)p.eval_step, "samples_per_s",
+	    control_real(p.samples_per_s), "elapsed", control_real(p.elapsed), "members", members, "bytes_sent", (json_int_t)sent,
 	    "bytes_received", (json_int_t)received, "exchanges",
 	    (json_int_t)(d->gossip ? gossip_exchanges(d->gossip) : 0));
 	if (st != NULL) {
@@ -110,13 +112,13 @@ commands_status(struct daemon *d)
 		uint64_t waits;
 
 		pace_stats(d->pace, &waited, &waits);
-		json_object_set_new(st, "lag_wait_s", json_real(waited));
+		json_object_set_new(st, "lag_wait_s", control_real(waited));
 		json_object_set_new(st, "lag_waits", json_integer((json_int_t)waits));
 
 		json_object_set_new(st, "consensus_distance", dist < 0 ? json_null() :
-		    json_real(dist));
+		    control_real(dist));
 		json_object_set_new(st, "consensus_distance_relative", rel < 0 ? json_null() :
-		    json_real(rel));
+		    control_real(rel));
 		transport_stats_json(d->transport, net);
 		json_object_set(st, "bytes_sent_by_type", json_object_get(net, "bytes_sent"));
 		json_object_set(st, "bytes_received_by_type",
@@ -133,10 +135,10 @@ commands_stats(struct daemon *d)
 	json_t *stats, *net;
 
 	daemon_progress(d, &p);
-	stats = json_pack("{s:b, s:{s:I, s:I, s:i, s:f, s:I}, s:{s:s, s:s, s:I, s:i}}",
+	stats = json_pack("{s:b, s:{s:I, s:I, s:i, s:o, s:I}, s:{s:s, s:s, s:I, s:i}}",
 	    "ok", 1,
 	    "train", "steps", (json_int_t)p.step, "checkpoints", (json_int_t)p.ckpt_done,
-	    "shard_samples", (int)d->shard_n, "samples_per_s", p.samples_per_s,
+	    "shard_samples", (int)d->shard_n, "samples_per_s", control_real(p.samples_per_s),
 	    "evaluations_at", (json_int_t)p.eval_step,
 	    "model", "device", d->cfg.device, "log_level", d->cfg.log_level,
 	    "parameters", (json_int_t)d->model->d, "threads", d->cfg.threads);
@@ -174,12 +176,12 @@ commands_peer(struct daemon *d, const struct member_info *e, double now)
 	    " s:o}",
 	    "id", id, "addr", e->addr, "state", member_state_name(e->state),
 	    "incarnation", (json_int_t)e->incarnation, "self", e->self,
-	    "rtt", e->rtt < 0 ? json_null() : json_real(e->rtt),
-	    "bandwidth", l == NULL || l->bandwidth < 0 ? json_null() : json_real(l->bandwidth),
+	    "rtt", e->rtt < 0 ? json_null() : control_real(e->rtt),
+	    "bandwidth", l == NULL || l->bandwidth < 0 ? json_null() : control_real(l->bandwidth),
 	    "last_contact", e->self ? json_real(0) : e->last_contact < 0 ? json_null() :
 	    json_real(now - e->last_contact),
 	    "since", now - e->since,
-	    "exchange_rtt", l == NULL || l->rtt < 0 ? json_null() : json_real(l->rtt),
+	    "exchange_rtt", l == NULL || l->rtt < 0 ? json_null() : control_real(l->rtt),
 	    "last_exchange", l == NULL || l->last_used < 0 ? json_null() :
 	    json_real(now - l->last_used),
 	    "selected", (json_int_t)(l ? l->selected : 0),
@@ -462,6 +464,17 @@ commands_handle(struct control *ctl, uint64_t client, const char *cmd, json_t *r
 	return CONTROL_REPLIED;
 }
 
+/* A path cut to the message's size may end inside a character. */
+static json_t *
+commands_checkpoint_done(const struct train_progress *p)
+{
+	char path[sizeof(p->ckpt_msg)];
+
+	snprintf(path, sizeof(path), "%s", p->ckpt_msg);
+	util_utf8_fix(path);
+	return json_pack("{s:b, s:s, s:I}", "ok", 1, "path", path, "step", (json_int_t)p->step);
+}
+
 void
 commands_answer_checkpoints(struct daemon *d, const struct train_progress *p, int final)
 {
@@ -480,8 +493,7 @@ commands_answer_checkpoints(struct daemon *d, const struct train_progress *p, in
 		else if (p->ckpt_rc < 0)
 			r = control_error("checkpoint failed: %s", p->ckpt_msg);
 		else
-			r = json_pack("{s:b, s:s, s:I}", "ok", 1, "path", p->ckpt_msg,
-			    "step", (json_int_t)p->step);
+			r = commands_checkpoint_done(p);
 		control_reply(d->control, pc->client, r);
 		*pp = pc->next;
 		free(pc);

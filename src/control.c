@@ -87,6 +87,9 @@ struct control_write {
 	char *data;
 };
 
+/* The message may quote what the client sent (a command name, a value)
+ * and is cut to a bounded size, so it is mended into valid UTF-8 first:
+ * jansson refuses an invalid string, and a refused error is no reply. */
 json_t *
 control_error(const char *fmt, ...)
 {
@@ -96,7 +99,14 @@ control_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	util_utf8_fix(msg);
 	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+json_t *
+control_real(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
 }
 
 static void
@@ -525,9 +535,19 @@ control_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 	if (nread == UV_EOF) {
 		/* Requests read so far are answered first, deferred ones too; a
-		 * watcher (printf '{"cmd":"watch"}\n' | socat) keeps streaming. */
+		 * watcher (printf '{"cmd":"watch"}\n' | socat) keeps streaming.
+		 * A pinned client (an attached trainer) that hangs up its writing
+		 * side sends no further step: it is gone now, not when its replies
+		 * are out, or what it waits for would wait on it for good. */
 		cl->eof = 1;
 		uv_read_stop(s);
+		if (cl->pinned) {
+			cl->pinned = 0;
+			if (ctl->gone != NULL && !ctl->closing)
+				ctl->gone(ctl, id, ctl->arg);
+			if (control_find(ctl, id) != cl || cl->closing)
+				return;
+		}
 		if (cl->deferred == 0 && !cl->watching)
 			control_client_end(cl);
 		return;

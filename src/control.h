@@ -46,7 +46,9 @@ void control_reply(struct control *ctl, uint64_t client, json_t *reply);
  * gone; the caller then answers with control_reply. */
 int control_reply_fd(struct control *ctl, uint64_t client, json_t *reply, int fd);
 /* A pinned client (an attached trainer) is never closed for idleness, and
- * when its connection ends, for whatever reason, gone is called. */
+ * when its connection ends, for whatever reason, or it shuts its writing
+ * side, gone is called (once: the client is unpinned). gone must answer
+ * whatever that client waits for, or a half-closed client stays open. */
 void control_pin(struct control *ctl, uint64_t client, int pinned);
 void control_on_gone(struct control *ctl, control_gone_fn fn);
 /* The client's process id (SO_PEERCRED), 0 if unknown. */
@@ -60,7 +62,10 @@ int control_watchers(struct control *ctl);
 /* Closes every connection and the listener, removes the socket file. */
 void control_close(struct control *ctl);
 
-/* {"ok":false,"error":msg} */
+/* {"ok":false,"error":msg}, the message mended into valid UTF-8. */
 json_t *control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A number for a reply: null when it is not finite, which JSON cannot
+ * carry (jansson would refuse the whole reply). */
+json_t *control_real(double x);
 
 #endif

@@ -753,7 +753,7 @@ gossip_stats_json(const struct gossip *g, json_t *obj)
 		json_object_set_new(rej, gossip_refusal_names[i], json_integer((json_int_t)
 		    g->rejected[i]));
 	o = json_pack(
-	    "{s:s, s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+	    "{s:s, s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
 	    "mode", gossip_mode_name(g->p.mode), "values", gossip_values_name(g->p.values),
 	    "density", g->p.density, "block", (int)g->p.block,
 	    "initiated", (json_int_t)g->initiated, "completed", (json_int_t)g->ok,
@@ -761,14 +761,15 @@ gossip_stats_json(const struct gossip *g, json_t *obj)
 	    "busy_sent", (json_int_t)g->busy_out, "failed", (json_int_t)g->failed,
 	    "timeouts", (json_int_t)g->timeouts, "refused", (json_int_t)g->refused,
 	    "malformed", (json_int_t)g->malformed, "bad_mask", (json_int_t)g->bad_mask,
-	    "consensus_distance", g->distance);
+	    "consensus_distance", isfinite(g->distance) ? json_real(g->distance) : json_null());
 	if (o == NULL) {
 		json_decref(rej);
 		return -ENOMEM;
 	}
 	json_object_set_new(o, "rejected", rej);
 	json_object_set_new(o, "own_nonfinite", json_integer((json_int_t)g->own_nonfinite));
-	json_object_set_new(o, "far_ratio_max", json_real(g->far_ratio_max));
+	json_object_set_new(o, "far_ratio_max", isfinite(g->far_ratio_max) ?
+	    json_real(g->far_ratio_max) : json_null());
 	return json_object_set_new(obj, "gossip", o);
 }
 

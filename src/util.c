@@ -78,6 +78,61 @@ util_parse_double(const char *s, double min, double max, double *out)
 	return 0;
 }
 
+/* Length of the valid sequence at p (n bytes left), 0 if invalid, -1 if
+ * cut short by the end of the string. */
+static int
+util_utf8_seq(const unsigned char *p, size_t n)
+{
+	static const struct { unsigned char lead_max; int len; uint32_t min; } forms[] = {
+		{ 0x7f, 1, 0 }, { 0xbf, 0, 0 }, { 0xdf, 2, 0x80 }, { 0xef, 3, 0x800 },
+		{ 0xf4, 4, 0x10000 },
+	};
+	uint32_t cp;
+	int len = 0, i;
+
+	for (i = 0; i < (int)GD_ARRAY_SIZE(forms); i++) {
+		if (p[0] <= forms[i].lead_max) {
+			len = forms[i].len;
+			break;
+		}
+	}
+	if (len <= 1)
+		return len;
+	cp = p[0] & (0x7f >> len);
+	for (int k = 1; k < len; k++) {
+		if ((size_t)k >= n)
+			return -1;
+		if ((p[k] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[k] & 0x3f);
+	}
+	if (cp < forms[i].min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+void
+util_utf8_fix(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	size_t n = strlen(s);
+
+	while (n > 0) {
+		int len = util_utf8_seq(p, n);
+
+		if (len < 0) {
+			*p = '\0';
+			return;
+		}
+		if (len == 0) {
+			*p = '?';
+			len = 1;
+		}
+		p += len;
+		n -= (size_t)len;
+	}
+}
+
 double
 util_now(void)
 {

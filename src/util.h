@@ -33,6 +33,11 @@ int util_parse_long(const char *s, long min, long max, long *out);
 int util_parse_u64(const char *s, uint64_t *out);
 int util_parse_double(const char *s, double min, double max, double *out);
 
+/* Make s valid UTF-8 in place: a sequence cut short at the end (by a
+ * fixed-size snprintf) is dropped, any other invalid byte becomes '?'.
+ * Text bound for JSON must be valid UTF-8, or jansson refuses it whole. */
+void util_utf8_fix(char *s);
+
 /* Monotonic time in seconds. */
 double util_now(void);
 

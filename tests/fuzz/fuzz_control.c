@@ -12,8 +12,10 @@
  * (as `printf ... | socat -` does) and reads until the server closes (or,
  * having asked to watch, until every request is answered: a watcher's
  * stream stays open). The oracle: every complete non-empty request line
- * gets exactly one reply line ({"ok":...}) before the server closes;
- * abort() otherwise.
+ * gets exactly one reply line ({"ok":...}) before the server closes,
+ * and none of them is control.c's "internal error" (a reply the handler
+ * built and jansson refused, as an error quoting the client's multi-byte
+ * text cut inside a character was); abort() otherwise.
  */
 #include <errno.h>
 #include <signal.h>
@@ -225,9 +227,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	static const char reply_start[] = "{\"ok\"";
-	size_t off = 0, replies = 0, min, max;
+	static const char internal[] = "\"internal error";
+	size_t off = 0, replies = 0, min, max, carry = 0;
 	int match = 0;
-	char buf[65536];
+	/* The tail of the previous read ahead of this one, so that a string
+	 * split between two reads is still found. */
+	char buf[sizeof(internal) + 65536];
 	double start;
 	int fd, shut = 0;
 
@@ -256,11 +261,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		uv_run(&loop, UV_RUN_NOWAIT);
 		fuzz_daemon_work();
-		n = read(fd, buf, sizeof(buf));
+		n = read(fd, buf + carry, sizeof(buf) - carry);
 		if (n == 0 || (n < 0 && errno != EAGAIN))
 			break;
 		/* Count reply lines; broadcast events are not replies. */
-		for (ssize_t i = 0; i < n; i++) {
+		for (ssize_t i = carry; i < (ssize_t)carry + n; i++) {
 			if (buf[i] == '\n')
 				match = 0;
 			else if (match >= 0 && match < 5)
@@ -269,6 +274,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				replies++;
 				match = -1;
 			}
+		}
+		if (n > 0) {
+			size_t have = carry + (size_t)n;
+
+			if (memmem(buf, have, internal, sizeof(internal) - 1) != NULL) {
+				fprintf(stderr, "fuzz_control: a reply is an internal error\n");
+				abort();
+			}
+			carry = have < sizeof(internal) ? have : sizeof(internal);
+			memmove(buf, buf + have - carry, carry);
 		}
 		/* A watcher that shut its writing side keeps its stream open:
 		 * it is done once every request is answered. */
