@@ -44,6 +44,7 @@
 
 #include <jansson.h>
 
+#include "kinds.h"	/* enum gossip_mode, enum gossip_values */
 #include "model.h"
 #include "proto.h"
 
@@ -65,11 +66,6 @@ extern const struct proto gossip_proto;
 /* Least scale of that bound: a slice of zeros (biases at the start) with
  * no accepted distance yet must not refuse every partner. */
 #define GOSSIP_FAR_FLOOR 1e-2
-
-/* In the order of the config's metavars "saps|dense|delta" and
- * "fp32|fp16|int8"; the numbers travel in REQ headers. */
-enum gossip_mode { GOSSIP_SAPS, GOSSIP_DENSE, GOSSIP_DELTA, GOSSIP_MODE_N };
-enum gossip_values { GOSSIP_FP32, GOSSIP_FP16, GOSSIP_INT8, GOSSIP_VALUES_N };
 
 /* Why received values were refused before touching the model (stats
  * "rejected", peers "refused"). */
