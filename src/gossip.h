@@ -1,6 +1,8 @@
 /*
- * gossip: the pairwise exchange of model slices (DESIGN.md §3). A
- * joiner's model pull is pull's (pull.h), in this module's type range.
+ * gossip: the pairwise exchange of model slices (gossipd(8), GOSSIP:
+ * how masks are drawn, why neither side waits for the other's training,
+ * and what mode delta keeps). A joiner's model pull is pull's (pull.h), in
+ * this module's type range.
  *
  * Exchange, initiator i and responder j:
  *	i: nonce <- random; S <- mask(seed, nonce); send REQ{nonce, S's
