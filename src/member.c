@@ -27,9 +27,8 @@
 #include <string.h>
 
 #include "log.h"
+#include "member.h"
 #include "member_table.h"
-
-static const char *const state_names[] = { "alive", "suspect", "dead", "left" };
 
 static const char *const member_type_names[MEMBER_T_LAST - MEMBER_T_FIRST + 1] = {
 	[MEMBER_T_PING - MEMBER_T_FIRST] = "ping",
@@ -42,12 +41,6 @@ static const char *const member_type_names[MEMBER_T_LAST - MEMBER_T_FIRST + 1] =
 const struct proto member_proto = {
 	"membership", MEMBER_T_FIRST, MEMBER_T_LAST, member_type_names
 };
-
-const char *
-member_state_name(enum member_state s)
-{
-	return (unsigned)s < GD_ARRAY_SIZE(state_names) ? state_names[s] : "unknown";
-}
 
 static double
 eff(const struct member *m, unsigned ms)
