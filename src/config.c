@@ -22,8 +22,10 @@
 
 #include "addr.h"
 #include "closing.h"
+#include "data.h"
 #include "log.h"
 #include "mask.h"
+#include "model.h"
 
 #define CONFIG_DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
 

@@ -12,10 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "data.h"
-#include "gossip.h"
-#include "model.h"
-#include "select.h"
+#include "kinds.h"
 #include "util.h"
 
 enum lr_schedule { LR_COSINE, LR_STEP, LR_CONSTANT };

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kinds.h"	/* struct data_partition */
 #include "util.h"
 
 struct data_set {
@@ -25,11 +26,6 @@ struct data_set {
 int data_load(const char *dir, const char *prefix, struct data_set *out, struct errbuf *err);
 void data_free(struct data_set *s);
 
-enum data_partition_kind { DATA_IID, DATA_DIRICHLET };
-struct data_partition {
-	enum data_partition_kind kind;
-	double alpha;    /* dirichlet concentration */
-};
 /* "iid" or "dirichlet:ALPHA" */
 int data_partition_parse(const char *s, struct data_partition *p, struct errbuf *err);
 

@@ -1,6 +1,8 @@
 /*
- * gossip: the pairwise exchange of model slices (DESIGN.md §3). A
- * joiner's model pull is pull's (pull.h), in this module's type range.
+ * gossip: the pairwise exchange of model slices (gossipd(8), GOSSIP:
+ * how masks are drawn, why neither side waits for the other's training,
+ * and what mode delta keeps). A joiner's model pull is pull's (pull.h), in
+ * this module's type range.
  *
  * Exchange, initiator i and responder j:
  *	i: nonce <- random; S <- mask(seed, nonce); send REQ{nonce, S's
@@ -44,6 +46,7 @@
 
 #include <jansson.h>
 
+#include "kinds.h"	/* enum gossip_mode, enum gossip_values */
 #include "model.h"
 #include "proto.h"
 
@@ -65,11 +68,6 @@ extern const struct proto gossip_proto;
 /* Least scale of that bound: a slice of zeros (biases at the start) with
  * no accepted distance yet must not refuse every partner. */
 #define GOSSIP_FAR_FLOOR 1e-2
-
-/* In the order of the config's metavars "saps|dense|delta" and
- * "fp32|fp16|int8"; the numbers travel in REQ headers. */
-enum gossip_mode { GOSSIP_SAPS, GOSSIP_DENSE, GOSSIP_DELTA, GOSSIP_MODE_N };
-enum gossip_values { GOSSIP_FP32, GOSSIP_FP16, GOSSIP_INT8, GOSSIP_VALUES_N };
 
 /* Why received values were refused before touching the model (stats
  * "rejected", peers "refused"). */

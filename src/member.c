@@ -27,9 +27,8 @@
 #include <string.h>
 
 #include "log.h"
+#include "member.h"
 #include "member_table.h"
-
-static const char *const state_names[] = { "alive", "suspect", "dead", "left" };
 
 static const char *const member_type_names[MEMBER_T_LAST - MEMBER_T_FIRST + 1] = {
 	[MEMBER_T_PING - MEMBER_T_FIRST] = "ping",
@@ -42,12 +41,6 @@ static const char *const member_type_names[MEMBER_T_LAST - MEMBER_T_FIRST + 1] =
 const struct proto member_proto = {
 	"membership", MEMBER_T_FIRST, MEMBER_T_LAST, member_type_names
 };
-
-const char *
-member_state_name(enum member_state s)
-{
-	return (unsigned)s < GD_ARRAY_SIZE(state_names) ? state_names[s] : "unknown";
-}
 
 static double
 eff(const struct member *m, unsigned ms)
@@ -160,6 +153,30 @@ random_live(struct member *m, const char *except, int alive_only)
 		    pick-- == 0)
 			return &m->e[i];
 	return NULL;
+}
+
+/* Up to k (at most cap) distinct members as random_live draws them, their
+ * addresses into out; returns how many. Draws stop after 4k, so a job of
+ * fewer members than k does not spin on repeats. */
+static unsigned
+random_distinct(struct member *m, const char *except, int alive_only, const char **out,
+    size_t cap, unsigned k)
+{
+	unsigned n = 0, tries = 0, j;
+
+	if (k > cap)
+		k = (unsigned)cap;
+	while (n < k && tries++ < 4 * k) {
+		struct mentry *e = random_live(m, except, alive_only);
+
+		if (e == NULL)
+			break;
+		for (j = 0; j < n && out[j] != e->addr; j++)
+			;
+		if (j == n)
+			out[n++] = e->addr;
+	}
+	return n;
 }
 
 /* --- life cycle ---------------------------------------------------------- */
@@ -288,27 +305,16 @@ probe_start(struct member *m, double now)
 static void
 probe_indirect(struct member *m)
 {
-	const char *skip[MEMBER_DEFAULT_INDIRECT * 4];
-	unsigned k = m->p.indirect_checks, sent = 0, tries = 0;
+	const char *to[MEMBER_DEFAULT_INDIRECT * 4];
+	unsigned n, i;
 
-	if (k > GD_ARRAY_SIZE(skip))
-		k = GD_ARRAY_SIZE(skip);
 	m->probe.indirect_sent = 1;
-	while (sent < k && tries++ < 4 * k) {
-		struct mentry *e = random_live(m, m->probe.target, 1);
-		unsigned j;
-
-		if (e == NULL)
-			break;
-		for (j = 0; j < sent; j++)
-			if (skip[j] == e->addr)
-				break;
-		if (j < sent)
-			continue;
-		skip[sent++] = e->addr;
+	n = random_distinct(m, m->probe.target, 1, to, GD_ARRAY_SIZE(to),
+	    m->p.indirect_checks);
+	for (i = 0; i < n; i++) {
 		m->c.ping_reqs_sent++;
-		send_msg(m, e->addr, MEMBER_T_PING_REQ, m->probe.seq,
-		    m->probe.target, 0, NULL, NULL);
+		send_msg(m, to[i], MEMBER_T_PING_REQ, m->probe.seq, m->probe.target, 0,
+		    NULL, NULL);
 	}
 }
 
@@ -562,27 +568,15 @@ member_tick(struct member *m, double now)
 		for (i = 0; i < m->n; i++)
 			pending |= m->e[i].transmits > 0;
 		if (pending) {
-			const char *done[16];
-			unsigned k = m->p.gossip_fanout, sent = 0, tries = 0;
+			const char *to[16];
+			unsigned n = random_distinct(m, NULL, 0, to, GD_ARRAY_SIZE(to),
+			    m->p.gossip_fanout), j;
 
-			if (k > GD_ARRAY_SIZE(done))
-				k = GD_ARRAY_SIZE(done);
-			while (sent < k && tries++ < 4 * k) {
-				struct mentry *e = random_live(m, NULL, 0);
-				unsigned j;
-
-				if (e == NULL)
-					break;
-				for (j = 0; j < sent; j++)
-					if (done[j] == e->addr)
-						break;
-				if (j < sent)
-					continue;
-				done[sent++] = e->addr;
+			for (j = 0; j < n; j++) {
 				m->c.gossip_sent++;
-				send_msg(m, e->addr, MEMBER_T_GOSSIP, 0, NULL, 0, NULL, NULL);
+				send_msg(m, to[j], MEMBER_T_GOSSIP, 0, NULL, 0, NULL, NULL);
 			}
-			if (sent == 0)	/* nobody to tell */
+			if (n == 0)	/* nobody to tell */
 				for (i = 0; i < m->n; i++)
 					m->e[i].transmits = 0;
 		}

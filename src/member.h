@@ -32,18 +32,10 @@
 
 #include <jansson.h>
 
+#include "member_types.h"	/* message types, states, member_params, member_ops */
 #include "proto.h"
 #include "util.h"
 #include "wire.h"
-
-/* Message types: membership owns 64..79 of the application range. */
-#define MEMBER_T_PING		64
-#define MEMBER_T_ACK		65
-#define MEMBER_T_PING_REQ	66
-#define MEMBER_T_SYNC		67
-#define MEMBER_T_GOSSIP		68
-#define MEMBER_T_FIRST		MEMBER_T_PING
-#define MEMBER_T_LAST		79
 
 /* The range and its names, for the transport (proto.h). */
 extern const struct proto member_proto;
@@ -61,37 +53,6 @@ extern const struct proto member_proto;
 #define MEMBER_DEFAULT_LEAVE_MS		2000
 #define MEMBER_DEFAULT_RETRY_MS		500
 #define MEMBER_RETRY_MAX_MS		8000
-
-enum member_state {
-	MEMBER_ALIVE,
-	MEMBER_SUSPECT,
-	MEMBER_DEAD,
-	MEMBER_LEFT,
-};
-
-struct member_params {
-	const char	*self_addr;	/* "HOST:PORT" as announced */
-	uint64_t	self_id;	/* nonzero */
-	uint64_t	incarnation;	/* starting value (wall-clock ms) */
-	unsigned	period_ms;	/* 0: the default, for every field */
-	unsigned	ping_timeout_ms;
-	unsigned	suspicion_ms;
-	unsigned	indirect_checks;
-	unsigned	retransmit_mult;
-	unsigned	gossip_ms;
-	unsigned	gossip_fanout;
-	unsigned	sync_ms;
-	unsigned	leave_ms;
-	unsigned	retry_ms;	/* first seed retry; doubles up to MEMBER_RETRY_MAX_MS */
-};
-
-struct member_ops {
-	proto_send_fn	send;	/* the payload is copied before it returns */
-	/* A member changed state (or appeared: old == new == ALIVE). */
-	void	(*change)(void *arg, const char *addr, uint64_t id,
-		    enum member_state old, enum member_state now);
-	void	*arg;
-};
 
 struct member;
 
@@ -139,7 +100,6 @@ unsigned member_count(const struct member *m, enum member_state s);
 /* Copy up to max records into out (this peer first); returns how many
  * records there are. */
 size_t member_list(const struct member *m, struct member_info *out, size_t max);
-const char *member_state_name(enum member_state s);
 uint64_t member_incarnation(const struct member *m);
 
 /* Add "membership": {counters..., gauges...} to obj. */

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "member.h"
+#include "member_types.h"
 #include "member_wire.h"
 #include "rng.h"
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "member.h"
+#include "member_types.h"
 #include "util.h"
 #include "wire.h"
 

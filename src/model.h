@@ -26,14 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kinds.h"	/* struct model_spec, MODEL_MAX_LAYERS */
 #include "util.h"
-
-#define MODEL_MAX_LAYERS 8
-
-struct model_spec {
-	int nlayers;                       /* number of weight layers */
-	int sizes[MODEL_MAX_LAYERS + 1];   /* sizes[0] = inputs, sizes[nlayers] = classes */
-};
 
 /* A run of consecutive coordinates [off, off + len). Masks are arrays of these. */
 struct model_range {

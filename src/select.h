@@ -20,12 +20,11 @@
 
 #include <jansson.h>
 
+#include "kinds.h"	/* enum select_policy */
 #include "wire.h"
 
 /* Reasons an offence may be recorded under (gossip's refusals fit). */
 #define SELECT_REASONS 4
-
-enum select_policy { SELECT_ADAPTIVE, SELECT_RANDOM };
 
 struct select_params {
 	enum select_policy policy;
