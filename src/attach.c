@@ -222,9 +222,11 @@ attach_new(const struct config *cfg, struct model *m, struct control *ctl,
 	return 0;
 }
 
-void
-attach_close(struct attach *a)
+static void
+attach_close(void *impl)
 {
+	struct attach *a = impl;
+
 	if (a == NULL || a->closing)
 		return;
 	a->closing = 1;
@@ -232,9 +234,11 @@ attach_close(struct attach *a)
 	uv_close((uv_handle_t *)&a->ckpt_timer, NULL);
 }
 
-void
-attach_free(struct attach *a)
+static void
+attach_free(void *impl)
 {
+	struct attach *a = impl;
+
 	if (a == NULL)
 		return;
 	if (a->mem != NULL)
@@ -277,7 +281,7 @@ attach_create(struct attach *a, size_t d, struct errbuf *err)
 	return 0;
 }
 
-int
+static int
 attach_load(struct attach *a, const float *x, size_t d, uint64_t step, struct errbuf *err)
 {
 	int rc;
@@ -362,7 +366,7 @@ attach_refusal(struct attach *a, json_t *req, size_t *d)
 	return NULL;
 }
 
-int
+static int
 attach_on_attach(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 {
 	const char *name = json_string_value(json_object_get(req, "name"));
@@ -391,7 +395,7 @@ attach_on_attach(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 	return CONTROL_DEFERRED;
 }
 
-void
+static void
 attach_start(struct attach *a, uint64_t step)
 {
 	uint64_t client = a->waiting;
@@ -505,7 +509,7 @@ attach_final(struct attach *a)
 	attach_maybe_done(a);
 }
 
-int
+static int
 attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 {
 	json_t *s = json_object_get(req, "step");
@@ -572,10 +576,12 @@ attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 	return CONTROL_DEFERRED;
 }
 
-void
-attach_resume(struct attach *a)
+static void
+attach_resume(void *impl)
 {
-	if (a == NULL || a->state != ATTACH_ATTACHED || !a->holding)
+	struct attach *a = impl;
+
+	if ( a->state != ATTACH_ATTACHED || !a->holding)
 		return;
 	if (a->stop || !a->h.held(a->h.arg, a->p.step))
 		attach_answer_step(a);
@@ -603,7 +609,7 @@ attach_let_go(struct attach *a, const char *how)
 	attach_notify(a);
 }
 
-int
+static int
 attach_on_detach(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 {
 	(void)req;
@@ -620,9 +626,11 @@ attach_on_detach(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 	return CONTROL_REPLIED;
 }
 
-void
-attach_gone(struct attach *a, uint64_t client)
+static void
+attach_gone(void *impl, uint64_t client)
 {
+	struct attach *a = impl;
+
 	if (client == a->waiting) {
 		a->waiting = 0;
 		control_pin(a->ctl, client, 0);
@@ -651,19 +659,22 @@ attach_stop_expired(uv_timer_t *t)
 	attach_final(a);
 }
 
-void
-attach_request_stop(struct attach *a)
+static int
+attach_request_stop(void *impl)
 {
-	if (a == NULL || a->stop)
-		return;
+	struct attach *a = impl;
+
+	if (a->stop)
+		return 0;
 	a->stop = 1;
 	if (attach_ours(a)) {
 		attach_final(a);
 		if (a->holding)
 			attach_answer_step(a);
-		return;
+		return 0;
 	}
 	uv_timer_start(&a->stop_timer, attach_stop_expired, ATTACH_BOUNDARY_WAIT_MS, 0);
+	return 0;
 }
 
 /* The process kept the vector past the wait: the checkpoints asked fail
@@ -690,9 +701,10 @@ attach_ckpt_expired(uv_timer_t *t)
 	attach_notify(a);
 }
 
-uint64_t
-attach_request_checkpoint(struct attach *a)
+static uint64_t
+attach_request_checkpoint(void *impl)
 {
+	struct attach *a = impl;
 	uint64_t ticket = ++a->ckpt_asked;
 
 	if (attach_ours(a))
@@ -702,21 +714,33 @@ attach_request_checkpoint(struct attach *a)
 	return ticket;
 }
 
-int
-attach_attached(const struct attach *a)
+static int
+attach_active(void *impl)
 {
+	(void)impl;
+	return 1;
+}
+
+static int
+attach_attached(void *impl)
+{
+	struct attach *a = impl;
+
 	return a->state == ATTACH_ATTACHED;
 }
 
-int
-attach_holds_model(const struct attach *a)
+static const char *
+attach_no_model(void *impl)
 {
-	return a->has_model;
+	struct attach *a = impl;
+
+	return a->has_model ? NULL : "no model yet: no training process has attached and stepped";
 }
 
-void
-attach_get_progress(struct attach *a, struct train_progress *p)
+static void
+attach_get_progress(void *impl, struct train_progress *p)
 {
+	struct attach *a = impl;
 	double now = util_now();
 
 	if (a->state == ATTACH_ATTACHED && !a->holding && !a->stall_logged &&
@@ -729,9 +753,10 @@ attach_get_progress(struct attach *a, struct train_progress *p)
 	p->elapsed = now - a->started;
 }
 
-json_t *
-attach_status(struct attach *a)
+static void
+attach_status(void *impl, json_t *st)
 {
+	struct attach *a = impl;
 	const char *state = attach_state_names[a->state];
 	double idle = 0;
 
@@ -742,7 +767,72 @@ attach_status(struct attach *a)
 	}
 	if (a->waiting != 0)
 		state = "pulling";
-	return json_pack("{s:s, s:i, s:s, s:I, s:b, s:f}", "state", state, "pid",
-	    a->state == ATTACH_WAITING && a->waiting == 0 ? 0 : a->pid, "name", a->name,
-	    "params", (json_int_t)a->d, "holds_model", a->has_model, "idle_s", idle);
+	json_object_set_new(st, "attach", json_pack("{s:s, s:i, s:s, s:I, s:b, s:f}", "state",
+	    state, "pid", a->state == ATTACH_WAITING && a->waiting == 0 ? 0 : a->pid, "name",
+	    a->name, "params", (json_int_t)a->d, "holds_model", a->has_model, "idle_s", idle));
 }
+
+/* A checkpoint --resume found: the vector is created holding its values. */
+static int
+attach_op_load(void *impl, const struct ckpt_state *st, struct errbuf *err)
+{
+	if (st->spec.nlayers != 0)
+		return errbuf_set(err, -EINVAL, "it holds a built-in model, and this peer's "
+		    "trainer is external");
+	return attach_load(impl, st->x, st->d, st->step, err);
+}
+
+/* A vector exists (resumed, or a joiner's pull filled it): it holds the
+ * job's model at step. None yet: the first process to attach brings it. */
+static int
+attach_op_start(void *impl, uint64_t step, char *what, size_t n, struct errbuf *err)
+{
+	struct attach *a = impl;
+
+	(void)err;
+	if (a->fd < 0) {
+		snprintf(what, n, "waits for its training process to attach");
+		return 0;
+	}
+	attach_start(a, step);
+	snprintf(what, n, "holds the job's model at step %" PRIu64 "; waits for its training "
+	    "process to attach", step);
+	return 0;
+}
+
+static const struct {
+	const char *cmd;
+	int (*fn)(struct attach *a, uint64_t client, json_t *req, json_t **reply);
+} attach_commands[] = {
+	{ "attach", attach_on_attach },
+	{ "step", attach_on_step },
+	{ "detach", attach_on_detach },
+};
+
+static int
+attach_command(void *impl, uint64_t client, const char *cmd, json_t *req, json_t **reply)
+{
+	for (size_t i = 0; i < GD_ARRAY_SIZE(attach_commands); i++) {
+		if (strcmp(cmd, attach_commands[i].cmd) == 0)
+			return attach_commands[i].fn(impl, client, req, reply);
+	}
+	return -ENOENT;
+}
+
+const struct trainer_ops attach_ops = {
+	.name = "external",
+	.load = attach_op_load,
+	.start = attach_op_start,
+	.active = attach_active,
+	.present = attach_attached,
+	.progress = attach_get_progress,
+	.no_model = attach_no_model,
+	.checkpoint = attach_request_checkpoint,
+	.stop = attach_request_stop,
+	.resume = attach_resume,
+	.status = attach_status,
+	.command = attach_command,
+	.gone = attach_gone,
+	.close = attach_close,
+	.free = attach_free,
+};

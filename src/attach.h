@@ -5,11 +5,11 @@
  * step boundaries at which the model takes its queued mixes, the progress
  * the process reports, and the checkpoints of the vector.
  *
- * It stands where the trainer thread stands for the built-in trainer: the
- * daemon reads its progress in the same struct train_progress, asks it for
- * checkpoints by ticket, and tells it to stop; the rest of the peer
- * (membership, exchanges, the pull, control) does not know which trainer
- * is behind the model. Unlike the trainer thread it runs on the loop
+ * It is the external kind of trainer.h, where the trainer thread is the
+ * built-in one: the daemon reads its progress in the same struct
+ * train_progress, asks it for checkpoints by ticket, and tells it to stop;
+ * the rest of the peer (membership, exchanges, the pull, control) does not
+ * know which trainer is behind the model. Unlike the trainer thread it runs on the loop
  * thread, driven by the process's requests, and it never waits for the
  * process: a process that stops answering holds nothing but its own
  * progress.
@@ -25,7 +25,7 @@
 #include "config.h"
 #include "control.h"
 #include "model.h"
-#include "train.h"
+#include "trainer.h"
 #include "util.h"
 
 /* A process that sends no step for this long is reported stalled. */
@@ -43,7 +43,7 @@ struct attach_hooks {
 	void (*notify)(void *arg);                /* progress or state changed */
 	/* The vector now exists with d values (first attach): a joiner may
 	 * pull the model into it. Returns 1 when it will: the attach is
-	 * answered once attach_start says the model is in. */
+	 * answered once the start op says the model is in. */
 	int (*bound)(void *arg, size_t d);
 	void (*ready)(void *arg);                 /* the vector holds the job's model */
 	void (*step)(void *arg, uint64_t step);   /* a boundary passed */
@@ -58,41 +58,17 @@ struct attach;
 int attach_new(const struct config *cfg, struct model *m, struct control *ctl,
     uv_loop_t *loop, const struct attach_hooks *hooks, struct attach **out,
     struct errbuf *err);
-/* Closes the timer; attach_free once the loop has run out. */
-void attach_close(struct attach *a);
-void attach_free(struct attach *a);
-
-/* A resumed checkpoint: the vector is created holding x (d values). */
-int attach_load(struct attach *a, const float *x, size_t d, uint64_t step,
-    struct errbuf *err);
-/* The vector holds the job's model at step (a joiner's pull is done):
- * the waiting attach is answered. */
-void attach_start(struct attach *a, uint64_t step);
-/* Pace let go: a step reply it held may go out. */
-void attach_resume(struct attach *a);
-
-/* The control requests of gossipd-attach(7); CONTROL_REPLIED or
- * CONTROL_DEFERRED as a control handler returns. */
-int attach_on_attach(struct attach *a, uint64_t client, json_t *req, json_t **reply);
-int attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply);
-int attach_on_detach(struct attach *a, uint64_t client, json_t *req, json_t **reply);
-/* The attached connection ended or shut its writing side: the process
- * is detached, and what it waited for (an attach, a held step) answered. */
-void attach_gone(struct attach *a, uint64_t client);
-
-void attach_get_progress(struct attach *a, struct train_progress *p);
-int attach_attached(const struct attach *a);
-/* The vector holds the job's model (a process stepped, a pull or a
- * checkpoint filled it). */
-int attach_holds_model(const struct attach *a);
-/* status's "attach" object. */
-json_t *attach_status(struct attach *a);
-/* As train_request_checkpoint: done when progress.ckpt_done >= ticket.
- * One that waits for the process's next boundary fails after
- * ATTACH_BOUNDARY_WAIT_MS, and is written at once if the process goes. */
-uint64_t attach_request_checkpoint(struct attach *a);
-/* Final checkpoint at the process's next boundary (or now, or after
- * ATTACH_BOUNDARY_WAIT_MS), then DONE. */
-void attach_request_stop(struct attach *a);
+/* The external trainer behind trainer.h (its impl is the struct attach):
+ * its start op finds the vector holding the job's model at a step (a
+ * joiner's pull is done, and the attach that waited for it is answered),
+ * or waits for a first process to bring it; its command op serves
+ * attach, step and detach; its stop op takes the final checkpoint at the
+ * process's next boundary (or now, or after ATTACH_BOUNDARY_WAIT_MS), then
+ * reports DONE. A checkpoint that waits for the process's next boundary
+ * fails after ATTACH_BOUNDARY_WAIT_MS, and is written at once if the
+ * process goes; its gone op detaches a process whose connection ended or
+ * shut its writing side and answers what it waited for (an attach, a held
+ * step). */
+extern const struct trainer_ops attach_ops;
 
 #endif

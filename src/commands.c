@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attach.h"
 #include "commands.h"
 #include "gossip.h"
 #include "gossipd/control.h"
@@ -57,15 +56,12 @@ commands_state(struct daemon *d, const struct train_progress *p)
 		return p->state == TRAIN_FAILED ? "failed" : "leaving";
 	if (d->closing.active)
 		return "closing";
-	if (d->member != NULL && !member_joined(d->member))
-		return "joining";
-	if (d->attach != NULL && d->must_pull)
+	if ((d->member != NULL && !member_joined(d->member)) || d->must_pull ||
+	    !trainer_active(d->trainer))
 		return "joining";
 	/* A peer whose process is away still serves and mixes its model. */
-	if (d->attach != NULL && !attach_attached(d->attach) && p->state == TRAIN_TRAINING)
+	if (!trainer_present(d->trainer) && p->state == TRAIN_TRAINING)
 		return "waiting";
-	if (d->trainer == NULL && d->attach == NULL)
-		return "joining";
 	return commands_state_name(p->state);
 }
 
@@ -99,9 +95,8 @@ commands_status(struct daemon *d)
 	    "bytes_received", (json_int_t)received, "exchanges",
 	    (json_int_t)(d->gossip ? gossip_exchanges(d->gossip) : 0));
 	if (st != NULL) {
-		json_object_set_new(st, "trainer", json_string(d->attach ? "external" : "builtin"));
-		if (d->attach != NULL)
-			json_object_set_new(st, "attach", attach_status(d->attach));
+		json_object_set_new(st, "trainer", json_string(trainer_name(d->trainer)));
+		trainer_status(d->trainer, st);
 		if (d->closing.active || d->closing.ended)
 			json_object_set_new(st, "closing", closing_json(&d->closing, util_now()));
 	}
@@ -279,6 +274,7 @@ static int
 commands_do_checkpoint(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
 {
 	struct commands_pending *pc;
+	const char *no_model;
 
 	(void)req;
 	if (d->cfg.checkpoint_dir == NULL) {
@@ -294,16 +290,13 @@ commands_do_checkpoint(struct daemon *d, uint64_t client, json_t *req, json_t **
 		    "the closing phase ends");
 		return CONTROL_REPLIED;
 	}
-	if (d->trainer == NULL && (d->attach == NULL || !attach_holds_model(d->attach))) {
-		*reply = control_error(d->attach != NULL ?
-		    "no model yet: no training process has attached and stepped" :
-		    "peer is still joining: no model to save yet");
+	if ((no_model = trainer_no_model(d->trainer)) != NULL) {
+		*reply = control_error("%s", no_model);
 		return CONTROL_REPLIED;
 	}
 	pc = xmalloc(sizeof(*pc));
 	pc->client = client;
-	pc->ticket = d->trainer != NULL ? train_request_checkpoint(d->trainer) :
-	    attach_request_checkpoint(d->attach);
+	pc->ticket = trainer_checkpoint(d->trainer);
 	pc->next = d->pending;
 	d->pending = pc;
 	return CONTROL_DEFERRED;
@@ -370,43 +363,41 @@ commands_do_version(struct daemon *d, uint64_t client, json_t *req, json_t **rep
 	return CONTROL_REPLIED;
 }
 
-/* The attach requests go to the external trainer, if this peer has one. */
+/* The trainer's own requests (gossipd-attach(7)); a trainer that has none
+ * refuses them. */
 static int
-commands_no_attach(struct daemon *d, json_t **reply)
+commands_trainer(struct daemon *d, uint64_t client, const char *cmd, json_t *req,
+    json_t **reply)
 {
-	if (d->attach != NULL)
-		return 0;
-	*reply = control_error("this peer's trainer is builtin (start gossipd with "
-	    "--trainer external to attach a training process)");
-	return 1;
+	int rc = trainer_command(d->trainer, client, cmd, req, reply);
+
+	if (rc != -ENOENT)
+		return rc;
+	*reply = control_error("this peer's trainer is %s (start gossipd with --trainer "
+	    "external to attach a training process)", trainer_name(d->trainer));
+	return CONTROL_REPLIED;
 }
 
 static int
 commands_do_attach(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
 {
-	if (commands_no_attach(d, reply))
-		return CONTROL_REPLIED;
 	if (d->leaving || d->stopping) {
 		*reply = control_error("the peer is leaving");
 		return CONTROL_REPLIED;
 	}
-	return attach_on_attach(d->attach, client, req, reply);
+	return commands_trainer(d, client, "attach", req, reply);
 }
 
 static int
 commands_do_step(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
 {
-	if (commands_no_attach(d, reply))
-		return CONTROL_REPLIED;
-	return attach_on_step(d->attach, client, req, reply);
+	return commands_trainer(d, client, "step", req, reply);
 }
 
 static int
 commands_do_detach(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
 {
-	if (commands_no_attach(d, reply))
-		return CONTROL_REPLIED;
-	return attach_on_detach(d->attach, client, req, reply);
+	return commands_trainer(d, client, "detach", req, reply);
 }
 
 static const struct {

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "attach.h"
 #include "control.h"
 #include "daemon.h"
 #include "gossip.h"
@@ -26,16 +25,7 @@
 void
 daemon_progress(struct daemon *d, struct train_progress *p)
 {
-	if (d->trainer != NULL) {
-		train_get_progress(d->trainer, p);
-		return;
-	}
-	if (d->attach != NULL) {
-		attach_get_progress(d->attach, p);
-		return;
-	}
-	memset(p, 0, sizeof(*p));
-	p->accuracy = p->test_loss = -1;
+	trainer_progress(d->trainer, p);
 }
 
 int
@@ -60,11 +50,7 @@ daemon_shutdown(struct daemon *d)
 	 * current step (and final checkpoint). */
 	if (d->pace != NULL)
 		pace_close(d->pace);
-	if (d->trainer != NULL) {
-		train_request_stop(d->trainer);
-		train_join(d->trainer);
-	}
-	attach_close(d->attach);
+	trainer_close(d->trainer);
 	control_close(d->control);
 	httpd_close(d->httpd);
 	d->httpd = NULL;
@@ -132,8 +118,7 @@ daemon_end_closing(struct daemon *d, enum closing_reason why)
 	 * leave; for the built-in MLP a write and ~50 ms of evaluation), so
 	 * the file, status and metrics hold the closed model. The "done:"
 	 * line keeps the trainer's accuracy. */
-	if (d->trainer != NULL && train_refresh_final(d->trainer) == 0 &&
-	    d->cfg.checkpoint_dir != NULL)
+	if (trainer_refresh_final(d->trainer) == 0 && d->cfg.checkpoint_dir != NULL)
 		log_info("closing: final checkpoint written again (the model after closing)");
 	if (isinf(c->distance))
 		snprintf(dists, sizeof(dists), "unknown (a partner was still training)");
@@ -160,11 +145,7 @@ daemon_begin_leave(struct daemon *d, const char *why)
 	if (d->pace != NULL)
 		pace_close(d->pace);
 	daemon_end_closing(d, CLOSING_LEAVE);
-	if (d->trainer != NULL)
-		train_request_stop(d->trainer);
-	else if (d->attach != NULL)
-		attach_request_stop(d->attach);
-	else
+	if (d->trainer == NULL || trainer_stop(d->trainer) < 0)
 		d->trained = 1;	/* a joiner that never got its model */
 	if (d->member != NULL) {
 		member_leave(d->member, util_now());
@@ -181,9 +162,9 @@ daemon_notify(void *arg)
 	uv_async_send(&d->wake);
 }
 
-/* Trainer thread: tell the loop, then wait if an exchange begun lag
- * rounds ago still runs. */
-static void
+/* Tell the loop, then wait if an exchange begun lag rounds ago still
+ * runs. */
+void
 daemon_notify_step(void *arg, uint64_t step)
 {
 	struct daemon *d = arg;
@@ -196,37 +177,20 @@ daemon_notify_step(void *arg, uint64_t step)
 void
 daemon_start_training(struct daemon *d, uint64_t start_step)
 {
-	struct train_hooks hooks = { daemon_notify, daemon_notify_step, d };
 	struct errbuf err = { "" };
-	int rc;
+	char what[256];
 
 	d->round_step = start_step;
-	if (d->attach != NULL) {
-		attach_start(d->attach, start_step);
-		log_info("peer %016" PRIx64 " holds the job's model at step %" PRIu64
-		    "; its training process attaches on %s", d->id, start_step, d->cfg.control);
-		service_status("holding the job's model at step %" PRIu64 "; waiting for its "
-		    "training process to attach on %s", start_step, d->cfg.control);
-		return;
-	}
-	rc = train_new(&d->cfg, d->model, &d->train, d->shard, d->shard_n, &d->test, start_step,
-	    &hooks, &d->trainer, &err);
-	if (rc == 0)
-		rc = train_start(d->trainer, &err);
-	if (rc < 0) {
+	if (trainer_start(d->trainer, start_step, what, sizeof(what), &err) < 0) {
 		log_error("%s", err.msg);
-		train_free(d->trainer);
-		d->trainer = NULL;
-		d->exit_code = DAEMON_EXIT_USAGE;
+		d->exit_code = DAEMON_EXIT_RUNTIME;
 		daemon_shutdown(d);
 		return;
 	}
-	if (d->gossip != NULL)
+	if (d->gossip != NULL && trainer_no_model(d->trainer) == NULL)
 		gossip_set_ready(d->gossip, 1);
-	log_info("peer %016" PRIx64 " training %s on %s from step %" PRIu64
-	    ", control socket %s", d->id, d->cfg.job, d->cfg.device, start_step, d->cfg.control);
-	service_status("training %s on %s from step %" PRIu64, d->cfg.job, d->cfg.device,
-	    start_step);
+	log_info("peer %016" PRIx64 " %s, control socket %s", d->id, what, d->cfg.control);
+	service_status("%s", what);
 }
 
 /* Arm the timer for the protocol's next deadline; while leaving, look

@@ -20,7 +20,7 @@
 #include "config.h"
 #include "data.h"
 #include "proto.h"
-#include "train.h"
+#include "trainer.h"
 #include "util.h"
 
 #define DAEMON_EXIT_RUNTIME 1
@@ -33,8 +33,7 @@ struct daemon {
 	struct data_set train, test;
 	size_t *shard, shard_n;
 	struct model *model;
-	struct trainer *trainer;       /* the built-in trainer, once it runs */
-	struct attach *attach;         /* the external trainer (--trainer external) */
+	struct trainer *trainer;       /* built-in or external (--trainer) */
 	struct control *control;
 	struct httpd *httpd;           /* the /metrics listener, with --metrics-listen */
 	struct transport *transport;   /* NULL without --listen */
@@ -72,6 +71,8 @@ int daemon_send(void *arg, const char *addr, uint8_t type, const void *buf, size
 /* The trainer has news (progress, a checkpoint, its end): wakes the loop.
  * Thread-safe: the trainer thread calls it, and the external trainer. */
 void daemon_notify(void *arg);
+/* Trainer thread: a step was taken; waits while pace holds it (lag). */
+void daemon_notify_step(void *arg, uint64_t step);
 /* Start the trainer from start_step; a failure ends the peer. */
 void daemon_start_training(struct daemon *d, uint64_t start_step);
 /* The training budget is spent and the closing phase, if any, is over:

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "attach.h"
 #include "closing.h"
 #include "gossip.h"
 #include "log.h"
@@ -23,6 +22,7 @@
 #include "rounds.h"
 #include "select.h"
 #include "service.h"
+#include "train.h"
 #include "transport.h"
 
 /* Partners tried in one round when each answers BUSY. */
@@ -39,7 +39,7 @@ static void
 rounds_let_go(struct daemon *d)
 {
 	pace_release(d->pace);
-	attach_resume(d->attach);
+	trainer_resume(d->trainer);
 }
 
 /* Arm the timer for the nearest exchange or pull deadline. */
@@ -91,17 +91,17 @@ rounds_step_now(void *arg)
 	return p.step;
 }
 
-/* The density of the next exchange (train_density_at). An attached
- * process has no step budget the daemon knows: its peer mixes at density
+/* The density of the next exchange (train_density_at). A trainer with no
+ * step budget the daemon knows (an attached process) mixes at density
  * throughout. */
 static double
 rounds_density(struct daemon *d)
 {
 	struct train_progress p;
 
-	if (d->trainer == NULL)
-		return d->cfg.density;
 	daemon_progress(d, &p);
+	if (p.total_steps == 0)
+		return d->cfg.density;
 	return train_density_at(&d->cfg, p.step, p.total_steps);
 }
 
@@ -169,8 +169,7 @@ rounds_on_step(struct daemon *d)
 {
 	uint64_t step;
 
-	if (d->gossip == NULL || (d->trainer == NULL && d->attach == NULL) ||
-	    gossip_active(d->gossip))
+	if (d->gossip == NULL || !trainer_active(d->trainer) || gossip_active(d->gossip))
 		return;
 	step = rounds_step_now(d);
 	if (step < d->round_step + (uint64_t)d->cfg.interval)
@@ -237,8 +236,8 @@ rounds_close_begin(struct daemon *d)
 	struct closing_params cp;
 	struct timespec wall;
 
-	if (d->gossip == NULL || d->trainer == NULL || c->close_budget <= 0 || d->leaving ||
-	    d->stopping)
+	if (d->gossip == NULL || !trainer_active(d->trainer) || c->close_budget <= 0 ||
+	    d->leaving || d->stopping)
 		return 0;
 	/* in model sizes at the configured value format */
 	cp.budget_bytes = (uint64_t)(c->close_budget *

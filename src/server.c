@@ -47,7 +47,7 @@ server_wake(uv_async_t *h)
 	struct daemon *d = h->data;
 	struct train_progress p;
 
-	if (d->trainer == NULL && d->attach == NULL)
+	if (!trainer_active(d->trainer))
 		return;
 	daemon_progress(d, &p);
 	commands_answer_checkpoints(d, &p, 0);
@@ -247,7 +247,7 @@ server_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
 {
 	struct ckpt_state st;
 	struct errbuf why = { "" };
-	char path[4096], want[128], have[128];
+	char path[4096];
 	int rc;
 
 	*step = 0;
@@ -262,31 +262,14 @@ server_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
 		return errbuf_set(err, rc, "resume: %s", why.msg);
 	if ((rc = ckpt_load(path, &st, &why)) < 0)
 		return errbuf_set(err, rc, "resume: refusing the newest checkpoint: %s", why.msg);
-	if ((st.spec.nlayers == 0) != (d->attach != NULL)) {
-		rc = errbuf_set(err, -EINVAL, "resume: refusing %s: it holds %s, and this peer's "
-		    "trainer is %s", path, st.spec.nlayers == 0 ? "an external trainer's vector" :
-		    "a built-in model", d->attach != NULL ? "external" : "builtin");
-		goto out;
-	}
-	if (d->attach == NULL && !model_spec_equal(&st.spec, &d->model->spec)) {
-		model_spec_format(&st.spec, have, sizeof(have));
-		model_spec_format(&d->model->spec, want, sizeof(want));
-		rc = errbuf_set(err, -EINVAL, "resume: refusing %s: it holds model %s, not %s",
-		    path, have, want);
-		goto out;
-	}
 	if (st.seed != d->cfg.seed) {
 		rc = errbuf_set(err, -EINVAL,
 		    "resume: refusing %s: it was made with seed %" PRIu64 ", not %" PRIu64,
 		    path, st.seed, d->cfg.seed);
 		goto out;
 	}
-	if (d->attach != NULL)
-		rc = attach_load(d->attach, st.x, st.d, st.step, &why);
-	else if ((rc = model_restore(d->model, st.x, st.v)) < 0)
-		snprintf(why.msg, sizeof(why.msg), "%s", strerror(-rc));
-	if (rc < 0) {
-		rc = errbuf_set(err, rc, "resume: cannot load parameters: %s", why.msg);
+	if ((rc = trainer_load(d->trainer, &st, &why)) < 0) {
+		rc = errbuf_set(err, rc, "resume: refusing %s: %s", path, why.msg);
 		goto out;
 	}
 	*step = st.step;
@@ -343,26 +326,38 @@ server_attach_waited(void *arg, double seconds)
 }
 
 static void
-server_attach_gone(struct control *ctl, uint64_t client, void *arg)
+server_trainer_gone(struct control *ctl, uint64_t client, void *arg)
 {
 	struct daemon *d = arg;
 
 	(void)ctl;
-	attach_gone(d->attach, client);
+	trainer_gone(d->trainer, client);
 }
 
-/* With --trainer external: an empty shared model and the attach side. */
+/* The one place that asks which kind of trainer the peer has: the
+ * built-in trainer thread over the data and the model, or (--trainer
+ * external) an empty shared model and the attach side. */
 static int
-server_open_attach(struct daemon *d, struct errbuf *err)
+server_open_trainer(struct daemon *d, struct errbuf *err)
 {
-	struct attach_hooks hooks = { daemon_notify, server_attach_bound,
+	struct attach_hooks ahooks = { daemon_notify, server_attach_bound,
 	    server_attach_ready, server_attach_step, server_attach_held, server_attach_waited, d };
+	struct train_hooks thooks = { daemon_notify, daemon_notify_step, d };
+	struct attach *a;
+	struct train *t;
 	int rc;
 
-	if ((rc = attach_new(&d->cfg, d->model, d->control, d->loop, &hooks, &d->attach,
-	    err)) < 0)
+	if (d->cfg.trainer == TRAINER_EXTERNAL) {
+		if ((rc = attach_new(&d->cfg, d->model, d->control, d->loop, &ahooks, &a,
+		    err)) < 0)
+			return rc;
+		d->trainer = trainer_new(&attach_ops, a);
+		return 0;
+	}
+	if ((rc = train_new(&d->cfg, d->model, &d->train, d->shard, d->shard_n, &d->test,
+	    &thooks, &t, err)) < 0)
 		return rc;
-	control_on_gone(d->control, server_attach_gone);
+	d->trainer = trainer_new(&train_ops, t);
 	return 0;
 }
 
@@ -418,8 +413,9 @@ server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 	if (d->cfg.metrics_listen != NULL && (rc = httpd_open(d->loop, d->cfg.metrics_listen,
 	    commands_metrics, d, &d->httpd, err)) < 0)
 		goto runtime;
-	if (d->cfg.trainer == TRAINER_EXTERNAL && (rc = server_open_attach(d, err)) < 0)
-		goto runtime;
+	if ((rc = server_open_trainer(d, err)) < 0)
+		goto usage;
+	control_on_gone(d->control, server_trainer_gone);
 	/* Nothing is served before the loop runs: the socket may exist. */
 	if ((rc = server_resume(d, &start_step, err)) < 0)
 		goto runtime;
@@ -430,13 +426,8 @@ server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 		log_info("joining through %s: the model comes from donors before training",
 		    d->cfg.join);
 		service_status("joining through %s: pulling the model", d->cfg.join);
-	} else if (d->attach == NULL) {
-		daemon_start_training(d, start_step);
 	} else {
-		log_info("peer %016" PRIx64 " waits for its training process to attach on %s%s",
-		    d->id, d->cfg.control, start_step > 0 ? " (holding the resumed model)" : "");
-		service_status("waiting for its training process to attach on %s",
-		    d->cfg.control);
+		daemon_start_training(d, start_step);
 	}
 	/* Ready before a joiner's pull, not after it: service.h says why.
 	 * The socket listens; what connects is served once the loop runs,
@@ -458,12 +449,11 @@ void
 server_free(struct daemon *d)
 {
 	commands_pending_free(d);
-	train_free(d->trainer);
+	trainer_free(d->trainer);
 	rounds_free(d);
 	free(d->info);
 	free(d->addrs);
 	model_free(d->model);
-	attach_free(d->attach);
 	free(d->shard);
 	data_free(&d->train);
 	data_free(&d->test);

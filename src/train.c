@@ -41,7 +41,7 @@
 /* Minimum time between progress notifications to the loop. */
 #define TRAIN_NOTIFY_INTERVAL 0.25
 
-struct trainer {
+struct train {
 	const struct config *cfg;
 	struct model *m;
 	const struct data_set *train, *test;
@@ -54,7 +54,8 @@ struct trainer {
 	struct train_hooks hooks;
 
 	pthread_t thread;
-	int started;
+	int started;              /* the thread runs (until joined) */
+	int launched;             /* start was called: progress is ours */
 	atomic_bool stop;
 	atomic_uint_fast64_t ckpt_requested;
 
@@ -194,12 +195,12 @@ train_budget(const struct config *cfg, size_t train_n, size_t shard_n,
 
 int
 train_new(const struct config *cfg, struct model *m, const struct data_set *train,
-    const size_t *idx, size_t n, const struct data_set *test, uint64_t start_step,
-    const struct train_hooks *hooks, struct trainer **out, struct errbuf *err)
+    const size_t *idx, size_t n, const struct data_set *test,
+    const struct train_hooks *hooks, struct train **out, struct errbuf *err)
 {
 	size_t bs = (size_t)cfg->batch_size;
 	struct train_budget b;
-	struct trainer *t;
+	struct train *t;
 	int rc;
 
 	if ((rc = train_budget(cfg, train->n, n, &b, err)) < 0)
@@ -227,12 +228,9 @@ train_new(const struct config *cfg, struct model *m, const struct data_set *trai
 		return rc;
 	}
 	t->b = b;
-	t->start_step = start_step;
 	t->hooks = *hooks;
 	t->prog.state = TRAIN_TRAINING;
-	t->prog.step = start_step;
 	t->prog.total_steps = b.total_steps;
-	t->prog.epoch = (uint32_t)(start_step / b.job_steps_per_epoch);
 	t->prog.test_loss = -1;
 	t->prog.accuracy = -1;
 	*out = t;
@@ -240,7 +238,7 @@ train_new(const struct config *cfg, struct model *m, const struct data_set *trai
 }
 
 static void
-train_publish(struct trainer *t, void (*update)(struct train_progress *, const void *),
+train_publish(struct train *t, void (*update)(struct train_progress *, const void *),
     const void *arg)
 {
 	pthread_mutex_lock(&t->mu);
@@ -253,7 +251,7 @@ train_publish(struct trainer *t, void (*update)(struct train_progress *, const v
 /* The stream keeps its name "epoch": with iid shards a pass is an epoch,
  * and the orders stay those of the runs made before epochs were the job's. */
 static void
-train_shuffle_pass(struct trainer *t, uint64_t pass)
+train_shuffle_pass(struct train *t, uint64_t pass)
 {
 	struct rng r;
 
@@ -264,7 +262,7 @@ train_shuffle_pass(struct trainer *t, uint64_t pass)
 }
 
 static void
-train_gather_batch(struct trainer *t, uint64_t pos)
+train_gather_batch(struct train *t, uint64_t pos)
 {
 	size_t bs = (size_t)t->cfg->batch_size, dim = t->train->dim;
 
@@ -294,7 +292,7 @@ train_set_eval(struct train_progress *p, const void *arg)
 
 /* full: the whole test set, whatever eval_samples says (final figures). */
 static int
-train_evaluate(struct trainer *t, uint64_t step, int full)
+train_evaluate(struct train *t, uint64_t step, int full)
 {
 	struct train_eval_result e = { 0, step, 0, 0 };
 	size_t n = t->test->n;
@@ -330,7 +328,7 @@ train_set_ckpt(struct train_progress *p, const void *arg)
 
 /* Snapshot and save; the result goes to progress under `ticket`. */
 static int
-train_checkpoint(struct trainer *t, uint64_t step, uint64_t ticket)
+train_checkpoint(struct train *t, uint64_t step, uint64_t ticket)
 {
 	struct train_ckpt_result res = { 0, ticket, "" };
 	struct ckpt_state st;
@@ -397,7 +395,7 @@ train_set_state(struct train_progress *p, const void *arg)
 }
 
 static void
-train_fail(struct trainer *t, const char *what, int rc)
+train_fail(struct train *t, const char *what, int rc)
 {
 	enum train_state st = TRAIN_FAILED;
 
@@ -426,7 +424,7 @@ train_lower_priority(const struct config *cfg)
 static void *
 train_main(void *arg)
 {
-	struct trainer *t = arg;
+	struct train *t = arg;
 	const struct config *cfg = t->cfg;
 	struct sgd_hparams h = { 0, (float)cfg->momentum, (float)cfg->weight_decay };
 	const struct train_budget *b = &t->b;
@@ -522,40 +520,93 @@ train_main(void *arg)
 	return NULL;
 }
 
-int
-train_start(struct trainer *t, struct errbuf *err)
+/* The trainer's side of trainer.h. */
+static int
+train_op_load(void *impl, const struct ckpt_state *st, struct errbuf *err)
 {
-	int rc = pthread_create(&t->thread, NULL, train_main, t);
+	struct train *t = impl;
+	char want[128], have[128];
+	int rc;
 
-	if (rc != 0)
-		return errbuf_set(err, -rc, "cannot start the trainer thread: %s", strerror(rc));
-	t->started = 1;
+	if (st->spec.nlayers == 0)
+		return errbuf_set(err, -EINVAL, "it holds an external trainer's vector, and "
+		    "this peer's trainer is builtin");
+	if (!model_spec_equal(&st->spec, &t->m->spec)) {
+		model_spec_format(&st->spec, have, sizeof(have));
+		model_spec_format(&t->m->spec, want, sizeof(want));
+		return errbuf_set(err, -EINVAL, "it holds model %s, not %s", have, want);
+	}
+	if ((rc = model_restore(t->m, st->x, st->v)) < 0)
+		return errbuf_set(err, rc, "cannot load its parameters: %s", strerror(-rc));
 	return 0;
 }
 
-void
-train_get_progress(struct trainer *t, struct train_progress *p)
+static int
+train_op_start(void *impl, uint64_t step, char *what, size_t n, struct errbuf *err)
 {
+	struct train *t = impl;
+	int rc;
+
+	t->start_step = step;
+	t->prog.step = step;
+	t->prog.epoch = (uint32_t)(step / t->b.job_steps_per_epoch);
+	if ((rc = pthread_create(&t->thread, NULL, train_main, t)) != 0)
+		return errbuf_set(err, -rc, "cannot start the trainer thread: %s", strerror(rc));
+	t->started = t->launched = 1;
+	snprintf(what, n, "training %s on %s from step %" PRIu64, t->cfg->job, t->cfg->device,
+	    step);
+	return 0;
+}
+
+static int
+train_op_active(void *impl)
+{
+	struct train *t = impl;
+
+	return t->launched;
+}
+
+static void
+train_op_progress(void *impl, struct train_progress *p)
+{
+	struct train *t = impl;
+
 	pthread_mutex_lock(&t->mu);
 	*p = t->prog;
 	pthread_mutex_unlock(&t->mu);
 }
 
-uint64_t
-train_request_checkpoint(struct trainer *t)
+static const char *
+train_op_no_model(void *impl)
 {
+	struct train *t = impl;
+
+	return t->launched ? NULL : "peer is still joining: no model to save yet";
+}
+
+static uint64_t
+train_op_checkpoint(void *impl)
+{
+	struct train *t = impl;
+
 	return atomic_fetch_add(&t->ckpt_requested, 1) + 1;
 }
 
-void
-train_request_stop(struct trainer *t)
+static int
+train_op_stop(void *impl)
 {
+	struct train *t = impl;
+
+	if (!t->launched)
+		return -ENOENT;
 	atomic_store(&t->stop, true);
+	return 0;
 }
 
-int
-train_refresh_final(struct trainer *t)
+static int
+train_op_refresh_final(void *impl)
 {
+	struct train *t = impl;
 	uint64_t step;
 	int rc = 0, erc;
 
@@ -574,17 +625,47 @@ train_refresh_final(struct trainer *t)
 	return rc;
 }
 
-void
-train_join(struct trainer *t)
+/* Waits for the thread, which stops after its current step (and final
+ * checkpoint). */
+static void
+train_join(struct train *t)
 {
+	atomic_store(&t->stop, true);
 	if (t->started) {
 		pthread_join(t->thread, NULL);
 		t->started = 0;
 	}
 }
 
+static void
+train_op_close(void *impl)
+{
+	train_join(impl);
+}
+
+static void
+train_op_free(void *impl)
+{
+	train_free(impl);
+}
+
+const struct trainer_ops train_ops = {
+	.name = "builtin",
+	.load = train_op_load,
+	.start = train_op_start,
+	.active = train_op_active,
+	.present = train_op_active,
+	.progress = train_op_progress,
+	.no_model = train_op_no_model,
+	.checkpoint = train_op_checkpoint,
+	.stop = train_op_stop,
+	.refresh_final = train_op_refresh_final,
+	.close = train_op_close,
+	.free = train_op_free,
+};
+
 void
-train_free(struct trainer *t)
+train_free(struct train *t)
 {
 	if (t == NULL)
 		return;

@@ -6,7 +6,7 @@
  * touches the network or the event loop: it publishes progress under a
  * mutex and pokes the loop through the notify callback (uv_async_send in
  * the daemon), and the loop asks it to checkpoint or stop through flags it
- * reads between steps.
+ * reads between steps. It is the built-in kind of trainer.h (train_ops).
  */
 #ifndef GD_TRAIN_H
 #define GD_TRAIN_H
@@ -17,29 +17,10 @@
 #include "config.h"
 #include "data.h"
 #include "model.h"
+#include "trainer.h"
 #include "util.h"
 
-enum train_state { TRAIN_TRAINING, TRAIN_LEAVING, TRAIN_DONE, TRAIN_FAILED };
-
-struct train_progress {
-	enum train_state state;
-	uint64_t step;            /* optimizer steps taken (resumed ones included) */
-	uint64_t total_steps;
-	uint32_t epoch;           /* current job epoch (train_budget), 0-based */
-	double lr;
-	double loss;              /* running mean of recent training losses */
-	double test_loss;         /* last evaluation; < 0 before the first one */
-	double accuracy;          /* last evaluation; < 0 before the first one */
-	uint64_t eval_step;       /* step of the last evaluation */
-	double samples_per_s;     /* recent training throughput */
-	double elapsed;           /* seconds since the trainer started */
-	uint64_t ckpt_done;       /* checkpoint requests completed so far */
-	int ckpt_rc;              /* result of the last checkpoint */
-	char ckpt_msg[256];       /* its path, or why it failed */
-	char error[256];          /* why the trainer failed (TRAIN_FAILED) */
-};
-
-struct trainer;
+struct train;
 
 /* How many steps a peer takes. An epoch is a pass over the job's training
  * data, so every peer takes total_steps = epochs x job_steps_per_epoch
@@ -67,27 +48,20 @@ struct train_hooks {
 };
 
 /* The trainer borrows cfg, m and the data sets (they outlive it); idx is
- * this peer's shard. start_step > 0 continues mid-way (from a checkpoint
- * or a model pulled from donors) and evaluates before the first step. */
+ * this peer's shard. Nothing runs before its start op: a joiner's model
+ * arrives first. */
 int train_new(const struct config *cfg, struct model *m, const struct data_set *train,
-    const size_t *idx, size_t n, const struct data_set *test, uint64_t start_step,
-    const struct train_hooks *hooks, struct trainer **out, struct errbuf *err);
-int train_start(struct trainer *t, struct errbuf *err);
-void train_get_progress(struct trainer *t, struct train_progress *p);
-/* Returns the request's ticket: the checkpoint is done when
- * progress.ckpt_done >= ticket. */
-uint64_t train_request_checkpoint(struct trainer *t);
-/* Finish the current step, write a final checkpoint, stop. */
-void train_request_stop(struct trainer *t);
-/* Waits for the thread; call once it reported DONE or FAILED, or after
- * train_request_stop. */
-void train_join(struct trainer *t);
-/* Once the thread reported DONE and the model changed since (the closing
- * phase): write the final checkpoint again, at the same step (with
- * checkpoint_dir), and evaluate on the whole test set, on the caller's
- * thread. Failures are logged; the first is returned. */
-int train_refresh_final(struct trainer *t);
-void train_free(struct trainer *t);
+    const size_t *idx, size_t n, const struct data_set *test,
+    const struct train_hooks *hooks, struct train **out, struct errbuf *err);
+/* The built-in trainer behind trainer.h. Its start op continues from the
+ * step it is given (> 0: from a checkpoint or a model pulled from donors,
+ * evaluating before the first step); its stop op finishes the current
+ * step and writes a final checkpoint; its refresh_final op, once the
+ * thread reported DONE and the closing phase changed the model, writes
+ * the final checkpoint again at the same step (with checkpoint_dir) and
+ * evaluates on the whole test set, on the caller's thread. */
+extern const struct trainer_ops train_ops;
+void train_free(struct train *t);
 
 /* The density of an exchange at step s of total: density_start growing to
  * density as (s / total)^2, or density without density_start. */
