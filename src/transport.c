@@ -1,36 +1,31 @@
 /*
- * transport: see transport.h. Shape of the code:
+ * transport: see transport.h; this file is the endpoint layer (the other
+ * two are named in transport_int.h). It owns what outlives any one
+ * message: the fabric endpoint and the peer table, the send queues and
+ * the messages in flight until their ACKs, the deadlines, the life cycle
+ * and the counters. Every frame fabric delivers comes in here and is sent
+ * to its layer by type. Shaped so:
  *
- * - struct tpeer, one per "HOST:PORT", lives until transport_close, so
- *   pointers to it stay valid in any callback. It holds the outbound
- *   session (started by us: our messages, their ACKs) and the inbound one
- *   (started by them: their messages, our ACKs).
- * - struct tmsg is one application send; struct txop is one buffer handed
- *   to fabric: a frame, or a body, whose chunks the loop and idle
- *   workers seal together, each posted as soon as it is sealed. A txop
- *   can outlive its message (a worker or the provider may still hold a
- *   part of it after we gave up on it), so each owns itself and frees
- *   itself once everything came back. The transport counts the workers'
- *   jobs out so that closing waits for them.
  * - Send callbacks never run inline: finished messages go to a list that a
- *   zero timer drains, so callers can re-enter freely. Deadlines are
- *   checked by a 100 ms timer that runs only while something is pending,
- *   which keeps an idle endpoint asleep.
- * - What arrives is handled in transport_recv.c, which also holds the
- *   records above; this file is the peer table, the send path, the
- *   timers and the life cycle.
+ *   zero timer drains, so callers can re-enter freely.
+ * - Deadlines are checked by a 100 ms timer that runs only while something
+ *   is pending, which keeps an idle endpoint asleep. A peer whose deadline
+ *   passed, or whose post, send or seal failed in any layer, is failed
+ *   whole at that tick (transport_peer_error), not inside the call that
+ *   noticed, which may be deep in another layer's work on that peer.
+ * - Closing waits for the timers, fabric, the workers and every job a
+ *   worker still holds (transport_close_step counts them down).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium.h>
-
 #include "addr.h"
 #include "fabric.h"
 #include "log.h"
-#include "transport_recv.h"
+#include "transport_int.h"
 
 static void on_tick(uv_timer_t *h);
 
@@ -72,8 +67,8 @@ transport_now(const struct transport *t)
  * clock restarts whenever the peer makes progress, so a long backlog to a
  * live peer is fine while a silent one is given up after one timeout.
  */
-static double
-deadline_of(const struct transport *t, double start, double progress,
+double
+transport_deadline(const struct transport *t, double start, double progress,
     size_t len)
 {
 	return (start > progress ? start : progress) + t->timeout_ms / 1000.0 +
@@ -136,45 +131,12 @@ on_dispatch(uv_timer_t *h)
 	t->dispatching = 0;
 }
 
-/* Give up on what fabric still holds of body x; it frees itself once
- * fabric let go of all of it. */
+/* Hand m, unlinked from its peer already, to the dispatcher: its
+ * buffers let go of (cancelled where it failed) first. */
 static void
-body_cancel(struct transport *t, struct txop *x)
+msg_finish(struct transport *t, struct tmsg *m, int status)
 {
-	uint32_t i;
-
-	for (i = 0; i < x->nchunks; i++)
-		if (fabric_cancel(t->fabric, &x->chunks[i].op) == 1)
-			x->held--;
-	if (x->held == 0)
-		transport_txop_free(t, x);
-}
-
-/* Detach m from its fabric buffers, cancelling those still queued, and
- * hand it to the dispatcher. The caller has unlinked m from its peer. */
-void
-transport_msg_finish(struct transport *t, struct tmsg *m, int status)
-{
-	struct txop *x;
-
-	if ((x = m->frame) != NULL) {
-		x->msg = NULL;
-		m->frame = NULL;
-		if (status != 0 && !t->closing &&
-		    fabric_cancel(t->fabric, &x->op) == 1)
-			transport_txop_free(t, x);
-	}
-	if ((x = m->body) != NULL) {
-		x->msg = NULL;
-		m->body = NULL;
-		if (status != 0 && !t->closing)
-			body_cancel(t, x);
-	}
-	if (m->plain != NULL) {
-		sodium_memzero(m->plain, m->len);
-		free(m->plain);
-		m->plain = NULL;
-	}
+	tframe_msg_release(t, m, status);
 	m->status = status;
 	m->next = NULL;
 	if (t->done_tail != NULL)
@@ -186,160 +148,44 @@ transport_msg_finish(struct transport *t, struct tmsg *m, int status)
 		uv_timer_start(&t->dispatch, on_dispatch, 0, 0);
 }
 
-/* --- fabric buffers ----------------------------------------------------- */
+/* --- fabric ops --------------------------------------------------------- */
 
-/* A send to p failed in the provider: the peer fails at the next tick. */
-static void
-tx_failed(struct transport *t, struct tpeer *p, unsigned gen, int status)
+/* Something went wrong with p: it fails at the next tick. */
+void
+transport_peer_error(struct transport *t, struct tpeer *p, int error)
+{
+	p->error = error;
+	transport_arm_tick(t, 0);
+}
+
+/* Hand op to fabric for p, its bytes counted as type's; a failure leaves
+ * the peer failing at the next tick. */
+int
+transport_post(struct transport *t, struct tpeer *p, uint8_t type,
+    struct fabric_op *op)
+{
+	int rc = fabric_post(t->fabric, op);
+
+	if (rc != 0) {
+		log_info("transport: cannot post to %s: %s", p->addr,
+		    strerror(-rc));
+		transport_peer_error(t, p, -EHOSTUNREACH);
+		return rc;
+	}
+	t->bytes_sent[type] += op->len;
+	return 0;
+}
+
+/* A send to p in its generation gen came back with status: one the
+ * provider failed fails the peer at the next tick. */
+void
+transport_sent(struct transport *t, struct tpeer *p, unsigned gen, int status)
 {
 	if (status == 0 || status == -ECANCELED || t->closing || gen != p->gen)
 		return;
 	log_info("transport: send to %s failed: %s", p->addr,
 	    strerror(-status));
-	p->error = -EHOSTUNREACH;
-	transport_arm_tick(t, 0);
-}
-
-static void
-on_tx_done(struct fabric_op *op, int status, size_t len)
-{
-	struct txop *x = (struct txop *)op;
-
-	(void)len;
-	if (x->msg != NULL)
-		x->msg->frame = NULL;
-	tx_failed(x->t, x->peer, x->gen, status);
-	transport_txop_free(x->t, x);
-}
-
-/* A chunk of body x came back from a worker or fabric. */
-static void
-body_unhold(struct transport *t, struct txop *x)
-{
-	if (--x->held > 0)
-		return;
-	if (x->msg != NULL)
-		x->msg->body = NULL;
-	transport_txop_free(t, x);
-}
-
-static void
-on_chunk_sent(struct fabric_op *op, int status, size_t len)
-{
-	struct txop *x = ((struct txchunk *)op)->x;
-
-	(void)len;
-	tx_failed(x->t, x->peer, x->gen, status);
-	body_unhold(x->t, x);
-}
-
-/* Bodies come from and go back to the buffer cache; plaintext that was
- * never sealed is wiped first, as any copy of a payload. */
-void
-transport_txop_free(struct transport *t, struct txop *x)
-{
-	if (x == NULL)
-		return;
-	if (x->unsealed > 0)
-		sodium_memzero(x->data, x->op.len);
-	session_bodykey_wipe(&x->key);
-	free(x->chunks);
-	bufcache_put(&t->bufs, x, sizeof(*x) + x->op.len);
-}
-
-static struct txop *
-txop_new(struct transport *t, struct tpeer *p, uint8_t type, size_t size)
-{
-	struct txop *x = bufcache_get(&t->bufs, sizeof(*x) + size);
-
-	if (x == NULL)
-		return NULL;
-	memset(x, 0, sizeof(*x));
-	x->t = t;
-	x->peer = p;
-	x->gen = p->gen;
-	x->type = type;
-	x->op.cb = on_tx_done;
-	x->op.buf = x->data;
-	x->op.len = size;
-	x->op.addr = p->fa;
-	return x;
-}
-
-/* A post to p failed: the peer fails at the next tick. */
-static void
-post_failed(struct transport *t, struct tpeer *p, int rc)
-{
-	log_info("transport: cannot post to %s: %s", p->addr, strerror(-rc));
-	p->error = -EHOSTUNREACH;
-	transport_arm_tick(t, 0);
-}
-
-/* Post x, or note the failure for the next tick; x is gone either way
- * from the caller's point of view except through its message. */
-static int
-txop_post(struct transport *t, struct txop *x)
-{
-	int rc = fabric_post(t->fabric, &x->op);
-
-	if (rc != 0) {
-		post_failed(t, x->peer, rc);
-		if (x->msg != NULL)
-			x->msg->frame = NULL;
-		transport_txop_free(t, x);
-		return rc;
-	}
-	t->bytes_sent[x->type] += x->op.len;
-	return 0;
-}
-
-/* Where chunk i of body x lies: its text, then its MAC. */
-static uint8_t *
-body_chunk(struct txop *x, uint32_t i)
-{
-	return x->data + (size_t)i * (WIRE_CHUNK_SIZE + WIRE_MAC_SIZE);
-}
-
-/*
- * A body for a message of len bytes, each chunk's place followed by its
- * MAC's. A message that must wait gets a copy of its payload here (src),
- * sealed in place when its turn comes; one posted at once (src NULL) is
- * sealed straight from the caller's buffer.
- */
-static struct txop *
-body_new(struct transport *t, struct tpeer *p, uint8_t type,
-    const uint8_t *src, size_t len)
-{
-	uint32_t i, n = wire_chunk_count(len);
-	struct txop *x = txop_new(t, p, type, wire_body_size(len));
-
-	if (x == NULL)
-		return NULL;
-	if ((x->chunks = calloc(n, sizeof(*x->chunks))) == NULL) {
-		transport_txop_free(t, x);
-		return NULL;
-	}
-	x->nchunks = x->unsealed = n;
-	for (i = 0; src != NULL && i < n; i++)
-		memcpy(body_chunk(x, i), src + (size_t)i * WIRE_CHUNK_SIZE,
-		    wire_chunk_len(len, i));
-	return x;
-}
-
-/* Send a small frame already laid out in buf (no message attached). */
-void
-transport_send_frame(struct transport *t, struct tpeer *p, uint8_t type,
-    const uint8_t *buf, size_t len)
-{
-	struct txop *x = txop_new(t, p, type, len);
-
-	if (x == NULL) {
-		log_warn("transport: out of memory sending to %s", p->addr);
-		return;
-	}
-	memcpy(x->data, buf, len);
-	x->op.kind = FABRIC_OP_SEND;
-	txop_post(t, x);
+	transport_peer_error(t, p, -EHOSTUNREACH);
 }
 
 /* --- peers -------------------------------------------------------------- */
@@ -392,43 +238,6 @@ transport_peer_insert(struct transport *t, struct tpeer *p)
 	return 0;
 }
 
-/* Free b once fabric gave back every receive it was handed. */
-void
-transport_body_release(struct transport *t, struct rxbody *b)
-{
-	if (b->held > 0)
-		return;
-	bufcache_put(&t->bufs, b->buf, (size_t)b->h.payload_len);
-	session_bodykey_wipe(&b->key);
-	free(b);
-}
-
-/* Give up on b: unlinked already, its receives cancelled, freed once
- * fabric let go of them. */
-void
-transport_body_abandon(struct transport *t, struct rxbody *b)
-{
-	uint32_t i;
-
-	b->next = NULL;
-	b->abandoned = 1;
-	for (i = 0; i < b->h.chunk_count; i++)
-		if (fabric_cancel(t->fabric, &b->chunks[i].op) == 1)
-			b->held--;
-	transport_body_release(t, b);
-}
-
-void
-transport_abandon_bodies(struct transport *t, struct tpeer *p)
-{
-	struct rxbody *b;
-
-	while ((b = p->bodies) != NULL) {
-		p->bodies = b->next;
-		transport_body_abandon(t, b);
-	}
-}
-
 /* Forget the outbound session: fail what waits for ACKs. */
 void
 transport_peer_reset_out(struct transport *t, struct tpeer *p, int status)
@@ -437,33 +246,38 @@ transport_peer_reset_out(struct transport *t, struct tpeer *p, int status)
 
 	while ((m = p->inflight) != NULL) {
 		p->inflight = m->next;
-		transport_msg_finish(t, m, status);
+		msg_finish(t, m, status);
 	}
-	session_wipe(&p->out);
-	session_hs_wipe(&p->hs);
-	p->out_state = OUT_NONE;
+	tsess_reset_out(&p->sess);
+}
+
+/* Fail everything p has going, both ways, with status. */
+static void
+peer_drop(struct transport *t, struct tpeer *p, int status)
+{
+	struct tmsg *m;
+
+	transport_peer_reset_out(t, p, status);
+	while ((m = p->queue) != NULL) {
+		p->queue = m->next;
+		msg_finish(t, m, status);
+	}
+	p->queue_tail = NULL;
+	tframe_abandon_bodies(t, p);
 }
 
 /* The peer stopped making progress (or failed): drop everything. */
 static void
 peer_fail(struct transport *t, struct tpeer *p, int status)
 {
-	struct tmsg *m;
 	uint64_t id = p->id;
 
 	log_info("transport: peer %s (id %016llx) unreachable: %s", p->addr,
 	    (unsigned long long)id, strerror(-status));
 	p->gen++;
 	p->error = 0;
-	transport_peer_reset_out(t, p, status);
-	while ((m = p->queue) != NULL) {
-		p->queue = m->next;
-		transport_msg_finish(t, m, status);
-	}
-	p->queue_tail = NULL;
-	transport_abandon_bodies(t, p);
-	session_wipe(&p->in);
-	p->in_ready = 0;
+	peer_drop(t, p, status);
+	tsess_reset_in(&p->sess);
 	if (p->have_fa) {
 		fabric_remove(t->fabric, p->fa);
 		p->have_fa = 0;
@@ -476,23 +290,19 @@ static int
 peer_expired(const struct transport *t, const struct tpeer *p, double now)
 {
 	const struct tmsg *m;
-	const struct rxbody *b;
 
-	if (p->out_state == OUT_HELLO && now > p->hs_deadline)
+	if (p->sess.out_state == OUT_HELLO && now > p->sess.hs_deadline)
 		return 1;
 	/* Once the session is up, a queued message waits for the window,
 	 * which moves with every ACK. */
 	for (m = p->queue; m != NULL; m = m->next)
-		if (now > deadline_of(t, m->start, p->out_state == OUT_READY ?
-		    p->tx_progress : 0, m->len))
+		if (now > transport_deadline(t, m->start,
+		    p->sess.out_state == OUT_READY ? p->tx_progress : 0, m->len))
 			return 1;
 	for (m = p->inflight; m != NULL; m = m->next)
-		if (now > deadline_of(t, m->start, p->tx_progress, m->len))
+		if (now > transport_deadline(t, m->start, p->tx_progress, m->len))
 			return 1;
-	for (b = p->bodies; b != NULL; b = b->next)
-		if (now > deadline_of(t, b->start, p->rx_progress, b->size))
-			return 1;
-	return 0;
+	return tframe_bodies_late(t, p, now);
 }
 
 static void
@@ -512,7 +322,7 @@ on_tick(uv_timer_t *h)
 			peer_fail(t, p, p->error);
 		else if (peer_expired(t, p, now))
 			peer_fail(t, p, -ETIMEDOUT);
-		if (p->out_state == OUT_HELLO || p->queue != NULL ||
+		if (p->sess.out_state == OUT_HELLO || p->queue != NULL ||
 		    p->inflight != NULL || p->bodies != NULL)
 			busy = 1;
 	}
@@ -520,253 +330,133 @@ on_tick(uv_timer_t *h)
 		uv_timer_stop(&t->tick);
 }
 
-void
-transport_peer_start_handshake(struct transport *t, struct tpeer *p)
+/* --- receiving ---------------------------------------------------------- */
+
+static void
+send_ack(struct transport *t, struct tpeer *p, uint64_t acked)
 {
-	if (transport_peer_insert(t, p) != 0) {
-		p->error = -EHOSTUNREACH;
-		transport_arm_tick(t, 0);
+	struct wire_header h;
+	uint8_t frame[WIRE_HEADER_SIZE + WIRE_ACK_SIZE + WIRE_MAC_SIZE];
+	uint8_t pl[WIRE_ACK_SIZE];
+
+	tframe_header(t, &p->sess.in, WIRE_T_ACK, WIRE_ACK_SIZE, &h);
+	h.flags = WIRE_F_INLINE;
+	wire_header_encode(&h, frame);
+	wire_put_u64(pl, acked);
+	if (session_seal(&p->sess.in, frame, h.seq, 0, pl, sizeof(pl),
+	    frame + WIRE_HEADER_SIZE) != 0) {
+		log_warn("transport: cannot seal an ack to %s", p->addr);
 		return;
 	}
-	if (session_hello_make(&t->ctx, &p->hs, t->listen,
-	    p->in_ready ? p->in_stamp : 0) != 0) {
-		p->error = -EINVAL;
-		transport_arm_tick(t, 0);
+	tframe_send_frame(t, p, WIRE_T_ACK, frame, sizeof(frame));
+}
+
+/* Hand a message that passed every check to its protocol, then ACK it. */
+void
+transport_deliver(struct transport *t, struct tpeer *p,
+    const struct wire_header *h, const uint8_t *payload, size_t wire_bytes)
+{
+	const struct transport_route *r;
+
+	t->bytes_recv[h->type] += wire_bytes;
+	t->msgs_recv++;
+	p->rx_progress = transport_now(t);
+	/* The ACK goes after the handler: a reply it sends is on the wire
+	 * first, so a request-reply round trip does not wait for an ACK's
+	 * sealing and posting on either side (and a handler that closed the
+	 * transport gets none sent). */
+	r = &t->routes[h->type];
+	if (r->recv == NULL)
+		log_debug("message type %u of %" PRIu64 " bytes from %016" PRIx64
+		    " at %s: no handler", h->type, h->payload_len, h->sender, p->addr);
+	else
+		r->recv(r->arg, h->sender, p->addr, h->type, payload,
+		    (size_t)h->payload_len);
+	if (!t->closing)
+		send_ack(t, p, h->seq);
+}
+
+/* An ACK retires the message it names and lets the queue move on. */
+static void
+on_ack(struct transport *t, const uint8_t *buf, size_t len,
+    const struct wire_header *h)
+{
+	uint8_t pl[WIRE_ACK_SIZE];
+	struct tmsg *m, **pm;
+	struct tpeer *p;
+	uint64_t seq;
+
+	if (tsess_open_ack(t, buf, h, pl, &p) != 0)
+		return;
+	p->tx_progress = transport_now(t);
+	t->bytes_recv[WIRE_T_ACK] += len;
+	seq = wire_get_u64(pl);
+	for (pm = &p->inflight; (m = *pm) != NULL; pm = &m->next)
+		if (m->seq == seq) {
+			*pm = m->next;
+			msg_finish(t, m, 0);
+			transport_peer_drain(t, p);
+			return;
+		}
+}
+
+/* Frames by type; what is not named here is an application's. */
+static const struct {
+	uint8_t	type;
+	void	(*on)(struct transport *t, const uint8_t *buf, size_t len,
+		    const struct wire_header *h);
+} frame_handlers[] = {
+	{ WIRE_T_HELLO,		tsess_on_hello },
+	{ WIRE_T_HELLO_ACK,	tsess_on_hello_ack },
+	{ WIRE_T_ACK,		on_ack },
+};
+
+/* fabric's frame callback: every frame is decoded and checked (header,
+ * receiver) before its layer sees it. */
+static void
+on_frame(void *arg, const uint8_t *buf, size_t len, int status)
+{
+	struct transport *t = arg;
+	struct wire_header h;
+	enum wire_reject why;
+	size_t i;
+
+	if (t->closing)
+		return;
+	if (status != 0) {
+		if (status == -EMSGSIZE)
+			transport_reject(t, WIRE_REJ_OVERSIZE, "frame larger than a buffer");
+		else if (status != -ECANCELED)
+			log_debug("transport: receive failed: %s",
+			    strerror(-status));
 		return;
 	}
-	p->out_state = OUT_HELLO;
-	p->out_hello = p->hs.stamp;
-	p->hs_deadline = deadline_of(t, transport_now(t), 0, 0);
-	transport_send_frame(t, p, WIRE_T_HELLO, p->hs.hello, p->hs.hello_len);
-	transport_arm_tick(t, TICK_MS);
+	if (wire_frame_decode(buf, len, &t->ctx.lim, &h, &why) != 0) {
+		transport_reject(t, why, "header");
+		return;
+	}
+	if (h.type != WIRE_T_HELLO && h.receiver != t->ctx.self_id) {
+		transport_reject(t, WIRE_REJ_MALFORMED, "addressed to another peer");
+		return;
+	}
+	for (i = 0; i < GD_ARRAY_SIZE(frame_handlers); i++)
+		if (frame_handlers[i].type == h.type) {
+			frame_handlers[i].on(t, buf, len, &h);
+			return;
+		}
+	tframe_recv(t, buf, len, &h);
 }
 
 /* --- sending ------------------------------------------------------------ */
 
-/* The peer fails at the next tick for want of memory or a seal. */
-static void
-seal_failed(struct transport *t, struct tpeer *p, size_t len, int rc)
-{
-	log_warn("transport: cannot seal %zu bytes: %s", len, strerror(-rc));
-	p->error = rc;
-	transport_arm_tick(t, 0);
-}
-
-/* Seal chunk i of x from its plaintext: src's, or its own in place. */
-static int
-chunk_seal(struct txop *x, uint32_t i)
-{
-	struct txchunk *c = &x->chunks[i];
-
-	return session_bodykey_seal(&x->key, c->ad, x->seq, i + 1,
-	    x->src != NULL ? x->src + (size_t)i * WIRE_CHUNK_SIZE : c->op.buf,
-	    c->op.len - WIRE_MAC_SIZE, c->op.buf);
-}
-
-/* Chunk c was sealed (rc 0) or not: post it, unless its message or its
- * peer's session is gone meanwhile, and let go of it. */
-static void
-chunk_ready(struct transport *t, struct txchunk *c, int rc)
-{
-	struct txop *x = c->x;
-
-	c->posted = 1;
-	x->nposted++;
-	if (rc == 0)
-		x->unsealed--;
-	if (x->msg != NULL && !t->closing && x->gen == x->peer->gen) {
-		if (rc != 0)
-			seal_failed(t, x->peer, c->op.len, rc);
-		else if ((rc = fabric_post(t->fabric, &c->op)) != 0)
-			post_failed(t, x->peer, rc);
-		else {
-			t->bytes_sent[x->type] += c->op.len;
-			x->held++;
-		}
-	}
-	body_unhold(t, x);
-}
-
-/* Under seal_mu: the next chunk of x nobody took yet, or UINT32_MAX. */
-static uint32_t
-body_claim(struct transport *t, struct txop *x)
-{
-	uint32_t i = UINT32_MAX;
-
-	pthread_mutex_lock(&t->seal_mu);
-	if (x->claimed < x->nchunks)
-		i = x->claimed++;
-	pthread_mutex_unlock(&t->seal_mu);
-	return i;
-}
-
-/* A worker's job: seal chunks of x until none is left to take. It touches
- * nothing but the chunks it took, the body's key, sequence and src. */
-static void
-body_help(struct workers_job *j)
-{
-	struct txop *x = GD_CONTAINER_OF(j, struct txhelper, job)->x;
-	struct transport *t = x->t;
-	uint32_t i;
-	int rc;
-
-	while ((i = body_claim(t, x)) != UINT32_MAX) {
-		rc = chunk_seal(x, i);
-		pthread_mutex_lock(&t->seal_mu);
-		x->chunks[i].rc = rc;
-		x->chunks[i].sealed = 1;
-		pthread_cond_signal(&t->seal_cv);
-		pthread_mutex_unlock(&t->seal_mu);
-	}
-}
-
-static void
-body_helped(struct workers_job *j)
-{
-	struct txop *x = GD_CONTAINER_OF(j, struct txhelper, job)->x;
-	struct transport *t = x->t;
-
-	body_unhold(t, x);
-	transport_job_done(t);
-}
-
-/* Post the chunks of x the workers sealed; with wait, until all are. */
-static void
-body_post_sealed(struct transport *t, struct txop *x, int wait)
-{
-	uint32_t i;
-
-	pthread_mutex_lock(&t->seal_mu);
-	for (;;) {
-		for (i = 0; i < x->nchunks; i++)
-			if (x->chunks[i].sealed && !x->chunks[i].posted)
-				break;
-		if (i < x->nchunks) {
-			pthread_mutex_unlock(&t->seal_mu);
-			chunk_ready(t, &x->chunks[i], x->chunks[i].rc);
-			pthread_mutex_lock(&t->seal_mu);
-		} else if (wait && x->nposted < x->nchunks)
-			pthread_cond_wait(&t->seal_cv, &t->seal_mu);
-		else
-			break;
-	}
-	pthread_mutex_unlock(&t->seal_mu);
-}
-
-/*
- * Seal every chunk of m's body under the outbound key as message h->seq
- * and post each as soon as it is sealed, so the first chunks are on the
- * wire and being opened while the next are sealed. The loop thread seals
- * chunks itself, and idle workers take chunks beside it; it returns once
- * every chunk is sealed and posted, so that src (the caller's buffer, or
- * NULL: the body's own copy, made while m waited) is read by nobody after
- * transport_send, and no copy is needed to keep that promise. It waits
- * only for chunks a worker has begun, never for one still queued: a busy
- * worker that comes to its job late finds nothing left to take. What
- * fails leaves the peer failing at the next tick, which cancels what was
- * posted.
- */
-static void
-body_post(struct transport *t, struct tmsg *m, struct txop *x,
-    struct wire_header *h, const uint8_t *src)
-{
-	struct tpeer *p = m->peer;
-	unsigned k, nhelp = workers_count(t->workers);
-	uint32_t i;
-
-	x->gen = p->gen;
-	x->seq = h->seq;
-	x->src = src;
-	session_bodykey_get(&p->out, 1, &x->key);
-	x->held++;	/* x stays while this runs */
-	for (i = 0; i < x->nchunks; i++) {
-		struct txchunk *c = &x->chunks[i];
-
-		c->x = x;
-		h->chunk_index = i + 1;
-		wire_header_encode(h, c->ad);
-		c->op.cb = on_chunk_sent;
-		c->op.kind = FABRIC_OP_TSEND;
-		c->op.buf = body_chunk(x, i);
-		c->op.len = wire_chunk_len(m->len, i) + WIRE_MAC_SIZE;
-		c->op.addr = p->fa;
-		c->op.tag = session_body_tag(&p->out, h->seq, i, 1);
-		x->held++;
-	}
-	if (nhelp > TX_HELPERS)
-		nhelp = TX_HELPERS;
-	for (k = 0; k < nhelp && k + 1 < x->nchunks; k++) {
-		x->helpers[k].x = x;
-		x->helpers[k].job.work = body_help;
-		x->helpers[k].job.done = body_helped;
-		x->held++;
-		t->jobs++;
-		workers_submit(t->workers, &x->helpers[k].job);
-	}
-	while ((i = body_claim(t, x)) != UINT32_MAX) {
-		chunk_ready(t, &x->chunks[i], chunk_seal(x, i));
-		body_post_sealed(t, x, 0);
-	}
-	body_post_sealed(t, x, 1);
-	x->src = NULL;
-	body_unhold(t, x);
-}
-
-/* Seal m's frame under the outbound session and post it and its body
- * (src: the payload, NULL for a body filled while m waited). */
+/* Put m in flight and hand it to the framing (src: its payload, NULL for
+ * a body filled while m waited). */
 static void
 msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 {
-	struct tpeer *p = m->peer;
-	struct wire_header h;
-	struct txop *fr;
-	uint32_t n = 0;
-	int rc;
-
-	memset(&h, 0, sizeof(h));
-	h.version = WIRE_VERSION;
-	h.type = m->type;
-	h.job = t->ctx.lim.job;
-	h.sender = t->ctx.self_id;
-	h.receiver = p->out.peer_id;
-	h.seq = m->seq = session_next_seq(&p->out);
-	h.payload_len = m->len;
-	if (m->len <= WIRE_INLINE_MAX) {
-		h.flags = WIRE_F_INLINE;
-		fr = txop_new(t, p, m->type, WIRE_HEADER_SIZE + m->len +
-		    WIRE_MAC_SIZE);
-	} else {
-		n = h.chunk_count = m->body->nchunks;
-		fr = txop_new(t, p, m->type, WIRE_HEADER_SIZE + WIRE_MAC_SIZE);
-	}
-	/* From here a failure leaves the body to the message, which the
-	 * peer's failure at the next tick finishes. */
-	m->next = p->inflight;
-	p->inflight = m;
-	if (fr == NULL) {
-		seal_failed(t, p, m->len, -ENOMEM);
-		return;
-	}
-	wire_header_encode(&h, fr->data);
-	if ((rc = session_seal(&p->out, fr->data, h.seq, 0, src,
-	    n > 0 ? 0 : m->len, fr->data + WIRE_HEADER_SIZE)) != 0) {
-		transport_txop_free(t, fr);
-		seal_failed(t, p, m->len, rc);
-		return;
-	}
-	fr->op.kind = FABRIC_OP_SEND;
-	fr->msg = m;
-	m->frame = fr;
-	if (txop_post(t, fr) != 0)
-		return;
-	t->msgs_sent++;
-	if (n > 0)
-		body_post(t, m, m->body, &h, src);
-	if (m->plain != NULL) {
-		sodium_memzero(m->plain, m->len);
-		free(m->plain);
-		m->plain = NULL;
-	}
+	m->next = m->peer->inflight;
+	m->peer->inflight = m;
+	tframe_msg_post(t, m, src);
 }
 
 /* Post what the queue holds, in order, as far as the window allows. */
@@ -775,7 +465,7 @@ transport_peer_drain(struct transport *t, struct tpeer *p)
 {
 	struct tmsg *m;
 
-	while ((m = p->queue) != NULL && p->out_state == OUT_READY &&
+	while ((m = p->queue) != NULL && p->sess.out_state == OUT_READY &&
 	    peer_window_open(t, p, m->len)) {
 		p->queue = m->next;
 		if (p->queue == NULL)
@@ -808,15 +498,13 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 	m->cb = cb;
 	m->arg = arg;
 	m->start = transport_now(t);
-	now = p->out_state == OUT_READY && p->queue == NULL &&
+	now = p->sess.out_state == OUT_READY && p->queue == NULL &&
 	    peer_window_open(t, p, len);
 	if (len > WIRE_INLINE_MAX) {
-		m->body = body_new(t, p, type, now ? NULL : payload, len);
-		if (m->body == NULL) {
+		if (tframe_body_new(t, m, now ? NULL : payload) != 0) {
 			free(m);
 			return -ENOMEM;
 		}
-		m->body->msg = m;
 	} else if (!now && len > 0) {
 		if ((m->plain = malloc(len)) == NULL) {
 			free(m);
@@ -834,8 +522,8 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 	else
 		p->queue = m;
 	p->queue_tail = m;
-	if (p->out_state == OUT_NONE)
-		transport_peer_start_handshake(t, p);
+	if (p->sess.out_state == OUT_NONE)
+		tsess_start(t, p);
 	return 0;
 }
 
@@ -846,9 +534,7 @@ static void
 transport_free(struct transport *t)
 {
 	session_ctx_wipe(&t->ctx);
-	bufcache_free(&t->bufs);
-	pthread_cond_destroy(&t->seal_cv);
-	pthread_mutex_destroy(&t->seal_mu);
+	tframe_free(&t->frame);
 	free(t);
 }
 
@@ -882,40 +568,38 @@ transport_open(uv_loop_t *loop, const struct transport_params *p,
 	strcpy(t->listen, p->listen);
 	t->timeout_ms = p->op_timeout_ms ? p->op_timeout_ms :
 	    TRANSPORT_DEFAULT_TIMEOUT_MS;
-	bufcache_init(&t->bufs, sizeof(struct txop) + wire_body_size(maxsz));
-	pthread_mutex_init(&t->seal_mu, NULL);
-	pthread_cond_init(&t->seal_cv, NULL);
 	if (session_ctx_init(&t->ctx, p->key, p->job, p->self_id, maxsz) != 0) {
-		transport_free(t);
-		return errbuf_set(err, -EIO, "libsodium failed to initialise");
+		rc = errbuf_set(err, -EIO, "libsodium failed to initialise");
+		goto out_ctx;
 	}
+	if ((rc = tframe_init(&t->frame, loop, maxsz, p->threads, err)) != 0)
+		goto out_ctx;
 	memset(&fp, 0, sizeof(fp));
 	fp.provider = p->provider;
 	fp.host = host;
 	fp.port = port;
 	fp.frame_size = WIRE_FRAME_MAX;
 	fp.rx_depth = RX_DEPTH;
-	if ((rc = workers_open(loop, p->threads < 0 ? 0 : p->threads > 0 ?
-	    (unsigned)p->threads : workers_default_count(), &t->workers,
-	    err)) != 0) {
-		transport_free(t);
-		return rc;
-	}
-	if ((rc = fabric_open(loop, &fp, transport_recv_frame, t, &t->fabric, err)) != 0) {
-		workers_close(t->workers, NULL, NULL);
-		transport_free(t);
-		return rc;
-	}
+	if ((rc = fabric_open(loop, &fp, on_frame, t, &t->fabric, err)) != 0)
+		goto out_frame;
 	uv_timer_init(loop, &t->tick);
 	uv_timer_init(loop, &t->dispatch);
 	t->tick.data = t->dispatch.data = t;
 	transport_arm_tick(t, TICK_MS);
 	*out = t;
 	return 0;
+out_frame:
+	tframe_close(&t->frame, NULL, NULL);
+	tframe_free(&t->frame);
+out_ctx:
+	session_ctx_wipe(&t->ctx);
+	free(t);
+	return rc;
 }
 
-static void
-close_step(struct transport *t)
+/* One thing transport_close waits for is done; the last frees t. */
+void
+transport_close_step(struct transport *t)
 {
 	struct tpeer *p;
 	void (*cb)(void *) = t->close_cb;
@@ -925,9 +609,8 @@ close_step(struct transport *t)
 		return;
 	while ((p = t->peers) != NULL) {
 		t->peers = p->next;
-		session_wipe(&p->in);
-		session_wipe(&p->out);
-		session_hs_wipe(&p->hs);
+		tsess_reset_in(&p->sess);
+		tsess_reset_out(&p->sess);
 		free(p);
 	}
 	transport_free(t);
@@ -935,60 +618,37 @@ close_step(struct transport *t)
 		cb(arg);
 }
 
-/* A chunk came back from a worker; the last thing it touches of t. */
-void
-transport_job_done(struct transport *t)
-{
-	t->jobs--;
-	if (t->closing)
-		close_step(t);
-}
-
 static void
-on_fabric_closed(void *arg)
+on_closed(void *arg)
 {
-	close_step(arg);
+	transport_close_step(arg);
 }
 
 static void
 on_timer_closed(uv_handle_t *h)
 {
-	close_step(h->data);
-}
-
-static void
-on_workers_closed(void *arg)
-{
-	close_step(arg);
+	transport_close_step(h->data);
 }
 
 void
 transport_close(struct transport *t, void (*cb)(void *arg), void *arg)
 {
 	struct tpeer *p;
-	struct tmsg *m;
 
 	if (t->closing)
 		return;
-	for (p = t->peers; p != NULL; p = p->next) {
-		transport_peer_reset_out(t, p, -ECANCELED);
-		while ((m = p->queue) != NULL) {
-			p->queue = m->next;
-			transport_msg_finish(t, m, -ECANCELED);
-		}
-		p->queue_tail = NULL;
-		transport_abandon_bodies(t, p);
-	}
+	for (p = t->peers; p != NULL; p = p->next)
+		peer_drop(t, p, -ECANCELED);
 	t->closing = 1;
 	t->close_cb = cb;
 	t->close_arg = arg;
 	on_dispatch(&t->dispatch);
-	/* Every chunk a worker holds comes back (transport_job_done). */
-	t->close_pending = 4 + t->jobs;
+	/* Every job a worker holds comes back (transport_close_step). */
+	t->close_pending = 4 + t->frame.jobs;
 	uv_close((uv_handle_t *)&t->tick, on_timer_closed);
 	uv_close((uv_handle_t *)&t->dispatch, on_timer_closed);
-	fabric_close(t->fabric, on_fabric_closed, t);
-	workers_close(t->workers, on_workers_closed, t);
+	fabric_close(t->fabric, on_closed, t);
+	tframe_close(&t->frame, on_closed, t);
 }
 
 /* --- counters ----------------------------------------------------------- */
