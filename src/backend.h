@@ -13,7 +13,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "kinds.h"	/* struct model_spec */
+#include "util.h"
+
+/* A run of coordinates of the flat parameter vector. */
+struct model_range {
+	size_t off;
+	size_t len;
+};
+
+struct sgd_hparams {
+	float lr;
+	float momentum;
+	float weight_decay;
+};
+
+struct backend;
 
 struct backend_opts {
 	int threads;    /* BLAS threads (cpu) */

@@ -26,22 +26,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"	/* struct model_range, struct sgd_hparams */
 #include "kinds.h"	/* struct model_spec, MODEL_MAX_LAYERS */
 #include "util.h"
 
 /* A run of consecutive coordinates [off, off + len). Masks are arrays of these. */
-struct model_range {
-	size_t off;
-	size_t len;
-};
-
-struct sgd_hparams {
-	float lr;
-	float momentum;
-	float weight_decay;
-};
-
-struct backend;
 
 struct model {
 	struct model_spec spec;
