@@ -47,16 +47,16 @@ commands_state_name(enum train_state s)
 	return "unknown";
 }
 
-/* The trainer's state, except while the peer looks for the job, pulls
- * the model, or announces its leave. */
+/* The peer's state where it says more than the trainer's (leaving,
+ * closing, joining), else the trainer's. */
 const char *
 commands_state(struct daemon *d, const struct train_progress *p)
 {
-	if (d->leaving)
+	if (daemon_leaving(d))
 		return p->state == TRAIN_FAILED ? "failed" : "leaving";
-	if (d->closing.active)
+	if (d->state == PEER_CLOSING)
 		return "closing";
-	if ((d->member != NULL && !member_joined(d->member)) || d->must_pull ||
+	if (d->state == PEER_JOINING || (d->member != NULL && !member_joined(d->member)) ||
 	    !trainer_active(d->trainer))
 		return "joining";
 	/* A peer whose process is away still serves and mixes its model. */
@@ -93,27 +93,19 @@ commands_status(struct daemon *d)
 	    "eval_step", (json_int_t)p.eval_step, "samples_per_s",
 	    control_real(p.samples_per_s), "elapsed", control_real(p.elapsed), "members", members, "bytes_sent", (json_int_t)sent,
 	    "bytes_received", (json_int_t)received, "exchanges",
-	    (json_int_t)(d->gossip ? gossip_exchanges(d->gossip) : 0));
+	    (json_int_t)rounds_exchanges(d->rounds));
 	if (st != NULL) {
 		json_object_set_new(st, "trainer", json_string(trainer_name(d->trainer)));
 		trainer_status(d->trainer, st);
-		if (d->closing.active || d->closing.ended)
-			json_object_set_new(st, "closing", closing_json(&d->closing, util_now()));
+		const struct closing *c = rounds_closing(d->rounds);
+
+		if (c != NULL && (c->active || c->ended))
+			json_object_set_new(st, "closing", closing_json(c, util_now()));
 	}
-	if (st != NULL && d->gossip != NULL) {
-		double dist = gossip_consensus_distance(d->gossip), waited;
-		double rel = gossip_relative_distance(d->gossip);
+	if (st != NULL && d->rounds != NULL) {
 		json_t *net = json_object();
-		uint64_t waits;
 
-		pace_stats(d->pace, &waited, &waits);
-		json_object_set_new(st, "lag_wait_s", control_real(waited));
-		json_object_set_new(st, "lag_waits", json_integer((json_int_t)waits));
-
-		json_object_set_new(st, "consensus_distance", dist < 0 ? json_null() :
-		    control_real(dist));
-		json_object_set_new(st, "consensus_distance_relative", rel < 0 ? json_null() :
-		    control_real(rel));
+		rounds_status_json(d->rounds, st);
 		transport_stats_json(d->transport, net);
 		json_object_set(st, "bytes_sent_by_type", json_object_get(net, "bytes_sent"));
 		json_object_set(st, "bytes_received_by_type",
@@ -133,7 +125,7 @@ commands_stats(struct daemon *d)
 	stats = json_pack("{s:b, s:{s:I, s:I, s:i, s:o, s:I}, s:{s:s, s:s, s:I, s:i}}",
 	    "ok", 1,
 	    "train", "steps", (json_int_t)p.step, "checkpoints", (json_int_t)p.ckpt_done,
-	    "shard_samples", (int)d->shard_n, "samples_per_s", control_real(p.samples_per_s),
+	    "shard_samples", (int)p.shard_samples, "samples_per_s", control_real(p.samples_per_s),
 	    "evaluations_at", (json_int_t)p.eval_step,
 	    "model", "device", d->cfg.device, "log_level", d->cfg.log_level,
 	    "parameters", (json_int_t)d->model->d, "threads", d->cfg.threads);
@@ -144,12 +136,7 @@ commands_stats(struct daemon *d)
 	}
 	if (d->member != NULL)
 		member_stats_json(d->member, stats);
-	if (d->gossip != NULL) {
-		gossip_stats_json(d->gossip, stats);
-		select_stats_json(d->select, stats);
-	}
-	if (d->pull != NULL)
-		pull_stats_json(d->pull, stats);
+	rounds_stats_json(d->rounds, stats);
 	if (d->httpd != NULL)
 		httpd_stats_json(d->httpd, stats);
 	return stats;
@@ -159,7 +146,7 @@ commands_stats(struct daemon *d)
 static json_t *
 commands_peer(struct daemon *d, const struct member_info *e, double now)
 {
-	const struct select_link *l = d->select ? select_link(d->select, e->addr) : NULL;
+	const struct select_link *l = rounds_link(d->rounds, e->addr);
 	json_t *refused = json_object();
 	char id[17];
 
@@ -281,11 +268,11 @@ commands_do_checkpoint(struct daemon *d, uint64_t client, json_t *req, json_t **
 		*reply = control_error("no checkpoint_dir configured");
 		return CONTROL_REPLIED;
 	}
-	if (d->stopping || d->leaving) {
+	if (daemon_leaving(d)) {
 		*reply = control_error("peer is leaving; its final checkpoint is on the way");
 		return CONTROL_REPLIED;
 	}
-	if (d->closing.active) {
+	if (d->state == PEER_CLOSING) {
 		*reply = control_error("peer is closing: its final checkpoint is written when "
 		    "the closing phase ends");
 		return CONTROL_REPLIED;
@@ -331,7 +318,7 @@ commands_apply_set(struct daemon *d, const char *key, const char *value,
 		    (unsigned)d->cfg.probe_timeout, (unsigned)d->cfg.suspicion_timeout);
 		daemon_member_schedule(d);
 	}
-	rounds_apply_params(d);
+	rounds_apply_params(d->rounds, util_now());
 	return 0;
 }
 
@@ -381,7 +368,7 @@ commands_trainer(struct daemon *d, uint64_t client, const char *cmd, json_t *req
 static int
 commands_do_attach(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
 {
-	if (d->leaving || d->stopping) {
+	if (daemon_leaving(d)) {
 		*reply = control_error("the peer is leaving");
 		return CONTROL_REPLIED;
 	}

@@ -14,13 +14,57 @@
 
 #include "control.h"
 #include "daemon.h"
-#include "gossip.h"
 #include "httpd.h"
 #include "log.h"
 #include "member.h"
 #include "pace.h"
+#include "rounds.h"
 #include "service.h"
 #include "transport.h"
+
+static const char *const daemon_state_names[] = {
+	[PEER_JOINING] = "joining", [PEER_TRAINING] = "training", [PEER_CLOSING] = "closing",
+	[PEER_LINGERING] = "lingering", [PEER_LEAVING] = "leaving", [PEER_STOPPED] = "stopped",
+};
+
+#define DAEMON_TO(s) (1u << (s))
+/* The moves from each state. Any state may stop (a failure, or the end). */
+static const unsigned daemon_moves[] = {
+	[PEER_JOINING] = DAEMON_TO(PEER_TRAINING) | DAEMON_TO(PEER_LEAVING),
+	[PEER_TRAINING] = DAEMON_TO(PEER_CLOSING) | DAEMON_TO(PEER_LINGERING) |
+	    DAEMON_TO(PEER_LEAVING),
+	[PEER_CLOSING] = DAEMON_TO(PEER_LINGERING) | DAEMON_TO(PEER_LEAVING),
+	[PEER_LINGERING] = DAEMON_TO(PEER_LEAVING),
+	[PEER_LEAVING] = 0,
+	[PEER_STOPPED] = 0,
+};
+
+const char *
+daemon_state_name(enum peer_state s)
+{
+	return daemon_state_names[s];
+}
+
+int
+daemon_set_state(struct daemon *d, enum peer_state s)
+{
+	if (s == d->state)
+		return 0;
+	if (s != PEER_STOPPED && !(daemon_moves[d->state] & DAEMON_TO(s))) {
+		log_error("peer state: no move from %s to %s", daemon_state_names[d->state],
+		    daemon_state_names[s]);
+		return -EINVAL;
+	}
+	log_debug("peer state: %s -> %s", daemon_state_names[d->state], daemon_state_names[s]);
+	d->state = s;
+	return 0;
+}
+
+int
+daemon_leaving(const struct daemon *d)
+{
+	return d->state >= PEER_LEAVING;
+}
 
 void
 daemon_progress(struct daemon *d, struct train_progress *p)
@@ -42,14 +86,13 @@ daemon_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t l
 void
 daemon_shutdown(struct daemon *d)
 {
-	if (d->stopping)
+	if (d->state == PEER_STOPPED)
 		return;
-	d->stopping = 1;
+	daemon_set_state(d, PEER_STOPPED);
 	/* The trainer signals wake and step_async from its thread: it must
 	 * be gone before they close. It has finished or stops after its
-	 * current step (and final checkpoint). */
-	if (d->pace != NULL)
-		pace_close(d->pace);
+	 * current step (and final checkpoint); pace lets it go. */
+	rounds_stop(d->rounds);
 	trainer_close(d->trainer);
 	control_close(d->control);
 	httpd_close(d->httpd);
@@ -58,30 +101,28 @@ daemon_shutdown(struct daemon *d)
 		/* The totals, once: scripts read the log after the process is gone. */
 		log_info("traffic: sent %" PRIu64 " bytes, received %" PRIu64 " bytes, %" PRIu64
 		    " exchanges", transport_bytes_sent(d->transport),
-		    transport_bytes_received(d->transport),
-		    d->gossip != NULL ? gossip_exchanges(d->gossip) : 0);
+		    transport_bytes_received(d->transport), rounds_exchanges(d->rounds));
 		/* fails what is still in flight: no send callback after this */
 		transport_close(d->transport, NULL, NULL);
 		d->transport = NULL;
 	}
 	member_free(d->member);
 	d->member = NULL;
-	/* gossip itself lives on until daemon_free: the transport's close
+	/* rounds itself lives on until server_free: the transport's close
 	 * still fails its sends in flight, whose callbacks point into it. */
 	uv_close((uv_handle_t *)&d->member_timer, NULL);
-	uv_close((uv_handle_t *)&d->gossip_timer, NULL);
-	uv_close((uv_handle_t *)&d->close_timer, NULL);
+	uv_close((uv_handle_t *)&d->rounds_timer, NULL);
 	uv_close((uv_handle_t *)&d->step_async, NULL);
 	uv_close((uv_handle_t *)&d->wake, NULL);
-	uv_close((uv_handle_t *)&d->sigterm, NULL);
-	uv_close((uv_handle_t *)&d->sigint, NULL);
+	for (size_t i = 0; i < GD_ARRAY_SIZE(d->signals); i++)
+		uv_close((uv_handle_t *)&d->signals[i], NULL);
 }
 
 /* Exit once the trainer has stopped and the leave went out. */
 void
 daemon_maybe_exit(struct daemon *d)
 {
-	if (!d->leaving || !d->trained || d->stopping)
+	if (d->state != PEER_LEAVING || !d->trained)
 		return;
 	if (d->member != NULL && !member_leave_done(d->member, util_now()))
 		return;
@@ -94,7 +135,8 @@ daemon_after_training(struct daemon *d)
 	struct train_progress p;
 
 	daemon_progress(d, &p);
-	if (p.state == TRAIN_DONE && d->cfg.linger && d->member != NULL && !d->leaving) {
+	if (p.state == TRAIN_DONE && d->cfg.linger && d->member != NULL && !daemon_leaving(d)) {
+		daemon_set_state(d, PEER_LINGERING);
 		log_info("training budget spent; lingering as a member until told to leave");
 		service_status("done at step %" PRIu64 ", test accuracy %.4f; lingering as a "
 		    "member until told to leave", p.step, p.accuracy);
@@ -104,15 +146,27 @@ daemon_after_training(struct daemon *d)
 }
 
 void
-daemon_end_closing(struct daemon *d, enum closing_reason why)
+daemon_trained(struct daemon *d)
 {
-	const struct closing *c = &d->closing;
+	/* The closing phase may end before rounds_close_begin returns (no
+	 * member left): then daemon_end_closing has moved on already. */
+	if (!daemon_leaving(d) && rounds_close_begin(d->rounds, util_now())) {
+		if (rounds_closing(d->rounds)->active) {
+			daemon_set_state(d, PEER_CLOSING);
+			service_status("closing: exchanging with the job's members before leaving");
+		}
+		return;
+	}
+	daemon_after_training(d);
+}
+
+void
+daemon_end_closing(void *arg, enum closing_reason why)
+{
+	struct daemon *d = arg;
+	const struct closing *c = rounds_closing(d->rounds);
 	char dists[48] = "unmeasured";
 
-	if (!c->active || d->stopping)
-		return;
-	closing_end(&d->closing, util_now(), transport_bytes_sent(d->transport), why);
-	uv_timer_stop(&d->close_timer);
 	/* The trainer's final checkpoint and evaluation came before closing
 	 * changed the model: both again, on the loop (the peer is about to
 	 * leave; for the built-in MLP a write and ~50 ms of evaluation), so
@@ -127,7 +181,7 @@ daemon_end_closing(struct daemon *d, enum closing_reason why)
 	log_info("closing: done after %" PRIu64 " exchanges, %.2f MB, relative distance %s "
 	    "(reason: %s)", c->exchanges, (double)c->bytes / 1e6, dists,
 	    closing_reason_name(why));
-	if (!d->leaving)
+	if (!daemon_leaving(d))
 		daemon_after_training(d);
 }
 
@@ -137,14 +191,13 @@ daemon_end_closing(struct daemon *d, enum closing_reason why)
 void
 daemon_begin_leave(struct daemon *d, const char *why)
 {
-	if (d->leaving)
+	if (daemon_leaving(d))
 		return;
-	d->leaving = 1;
+	daemon_set_state(d, PEER_LEAVING);
 	log_info("%s: leaving", why);
 	service_stopping(why);
-	if (d->pace != NULL)
-		pace_close(d->pace);
-	daemon_end_closing(d, CLOSING_LEAVE);
+	rounds_stop(d->rounds);
+	rounds_close_end(d->rounds, util_now(), CLOSING_LEAVE);
 	if (d->trainer == NULL || trainer_stop(d->trainer) < 0)
 		d->trained = 1;	/* a joiner that never got its model */
 	if (d->member != NULL) {
@@ -168,10 +221,11 @@ void
 daemon_notify_step(void *arg, uint64_t step)
 {
 	struct daemon *d = arg;
+	struct pace *pace = rounds_pace(d->rounds);
 
 	uv_async_send(&d->step_async);
-	if (d->pace != NULL)
-		pace_wait(d->pace, step);
+	if (pace != NULL)
+		pace_wait(pace, step);
 }
 
 void
@@ -180,15 +234,16 @@ daemon_start_training(struct daemon *d, uint64_t start_step)
 	struct errbuf err = { "" };
 	char what[256];
 
-	d->round_step = start_step;
+	daemon_set_state(d, PEER_TRAINING);
+	rounds_start_at(d->rounds, start_step);
 	if (trainer_start(d->trainer, start_step, what, sizeof(what), &err) < 0) {
 		log_error("%s", err.msg);
 		d->exit_code = DAEMON_EXIT_RUNTIME;
 		daemon_shutdown(d);
 		return;
 	}
-	if (d->gossip != NULL && trainer_no_model(d->trainer) == NULL)
-		gossip_set_ready(d->gossip, 1);
+	if (trainer_no_model(d->trainer) == NULL)
+		rounds_set_ready(d->rounds, 1);
 	log_info("peer %016" PRIx64 " %s, control socket %s", d->id, what, d->cfg.control);
 	service_status("%s", what);
 }
@@ -200,10 +255,10 @@ daemon_member_schedule(struct daemon *d)
 {
 	double now = util_now(), at;
 
-	if (d->member == NULL || d->stopping)
+	if (d->member == NULL || d->state == PEER_STOPPED)
 		return;
 	at = member_next_deadline(d->member);
-	if (d->leaving && at > now + 0.02)
+	if (d->state == PEER_LEAVING && at > now + 0.02)
 		at = now + 0.02;
 	util_timer_at(&d->member_timer, d->on_member_timer, at, now);
 }

@@ -1,13 +1,14 @@
 /*
- * daemon: one running peer's state (struct daemon) and how it moves:
- * training starts, the peer leaves, the process exits. struct daemon is
- * the only place that holds every module; the files that act on a whole
- * peer share it, layered so that none includes a file above it:
- * server.c (assembles the peer, connects every callback), commands.c
- * (the control commands), rounds.c (when and with whom to exchange, the
- * joiner's pull), and this file at the bottom. No other module sees it:
- * they get ops tables and plain values. Everything here runs on the loop
- * thread except the trainer hooks, which say so.
+ * daemon: one running peer (struct daemon) and how it moves through its
+ * states (enum peer_state): training starts, the closing phase, the peer
+ * lingers or leaves, the process exits. struct daemon only wires the
+ * modules together: each keeps its own state (the trainer, rounds for the
+ * exchanges and the pull, membership, the transport). The files that act
+ * on a whole peer share it, layered so that none includes a file above
+ * it: server.c (assembles the peer, connects every callback), commands.c
+ * (the control commands), and this file at the bottom. No other module
+ * sees it: they get ops tables and plain values. Everything here runs on
+ * the loop thread except the trainer hooks, which say so.
  */
 #ifndef GD_DAEMON_H
 #define GD_DAEMON_H
@@ -18,7 +19,6 @@
 
 #include "closing.h"
 #include "config.h"
-#include "data.h"
 #include "proto.h"
 #include "trainer.h"
 #include "util.h"
@@ -26,12 +26,23 @@
 #define DAEMON_EXIT_RUNTIME 1
 #define DAEMON_EXIT_USAGE 2
 
+/* Where a peer is in its life. Every change goes through daemon_set_state,
+ * whose table says which moves exist; what status shows is derived from
+ * it and the trainer's progress (commands_state). */
+enum peer_state {
+	PEER_JOINING,    /* the model comes from donors before training */
+	PEER_TRAINING,   /* the trainer runs (an attached process may be away) */
+	PEER_CLOSING,    /* budget spent: exchanging until the peers agree */
+	PEER_LINGERING,  /* budget spent, still a member (--linger) */
+	PEER_LEAVING,    /* announcing left, the trainer's final checkpoint */
+	PEER_STOPPED,    /* handles closing: the loop runs out */
+};
+
 struct daemon {
 	struct config cfg;
 	uv_loop_t *loop;
 	uint64_t id;
-	struct data_set train, test;
-	size_t *shard, shard_n;
+	enum peer_state state;
 	struct model *model;
 	struct trainer *trainer;       /* built-in or external (--trainer) */
 	struct control *control;
@@ -40,28 +51,22 @@ struct daemon {
 	struct member *member;         /* NULL without --listen */
 	uv_timer_t member_timer;
 	uv_timer_cb on_member_timer;   /* server's: what a membership deadline runs */
-	struct gossip *gossip;         /* NULL without --listen */
-	struct select *select;
-	struct pull *pull;             /* model pull, both sides; with gossip */
-	uv_timer_t gossip_timer;       /* exchange and pull deadlines */
+	struct rounds *rounds;         /* exchanges and the pull; NULL without --listen */
+	uv_timer_t rounds_timer;       /* their next deadline */
 	uv_async_t step_async;         /* the trainer finished a step */
-	struct pace *pace;             /* holds the trainer back (lag); with gossip */
-	struct closing closing;        /* the closing phase, once the budget is spent */
-	uv_timer_t close_timer;        /* its next exchange, or its timeout */
-	uint64_t round_step;           /* step at which the last round began */
-	int busy_retries;              /* partners that answered BUSY this round */
-	struct member_info *info;      /* scratch for member lists */
-	const char **addrs;
-	size_t info_cap;
 	uv_async_t wake;
-	uv_signal_t sigterm, sigint;
+	uv_signal_t signals[2];        /* SIGTERM, SIGINT: leave */
 	struct commands_pending *pending;
 	int trained;                   /* the trainer reported DONE or FAILED */
-	int must_pull;                 /* a joiner without a checkpoint: pull first */
-	int leaving;                   /* leave requested or budget spent */
-	int stopping;
 	int exit_code;
 };
+
+/* Move to state s; a move the table does not allow is logged and not
+ * made. Returns 0 or -EINVAL. */
+int daemon_set_state(struct daemon *d, enum peer_state s);
+const char *daemon_state_name(enum peer_state s);
+/* Leaving or stopped: the peer starts nothing new. */
+int daemon_leaving(const struct daemon *d);
 
 /* The trainer's progress; zeros while a joiner still pulls the model. */
 void daemon_progress(struct daemon *d, struct train_progress *p);
@@ -78,9 +83,12 @@ void daemon_start_training(struct daemon *d, uint64_t start_step);
 /* The training budget is spent and the closing phase, if any, is over:
  * linger (--linger) or leave. */
 void daemon_after_training(struct daemon *d);
-/* End the closing phase for `why`: the final checkpoint now holds the
- * model as closing left it; then linger or leave, unless leaving already. */
-void daemon_end_closing(struct daemon *d, enum closing_reason why);
+/* The trainer reported DONE: the closing phase, or linger or leave. */
+void daemon_trained(struct daemon *d);
+/* The closing phase ended for why (rounds' closed hook): the final
+ * checkpoint now holds the model as closing left it; then linger or
+ * leave, unless leaving already. */
+void daemon_end_closing(void *arg, enum closing_reason why);
 /* Announce `left`, stop the trainer, exit once both are through; a
  * closing phase ends at once. */
 void daemon_begin_leave(struct daemon *d, const char *why);

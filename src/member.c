@@ -697,6 +697,21 @@ member_list(const struct member *m, struct member_info *out, size_t max)
 	return m->n;
 }
 
+size_t
+member_live(const struct member *m, char (*out)[WIRE_ADDR_MAX + 1], size_t max)
+{
+	size_t k = 0;
+
+	for (size_t i = 1; i < m->n; i++) {
+		if (m->e[i].state != MEMBER_ALIVE)
+			continue;
+		if (k < max)
+			snprintf(out[k], sizeof(out[k]), "%s", m->e[i].addr);
+		k++;
+	}
+	return k;
+}
+
 void
 member_set_timing(struct member *m, unsigned period_ms, unsigned ping_timeout_ms,
     unsigned suspicion_ms)

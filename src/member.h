@@ -100,6 +100,9 @@ unsigned member_count(const struct member *m, enum member_state s);
 /* Copy up to max records into out (this peer first); returns how many
  * records there are. */
 size_t member_list(const struct member *m, struct member_info *out, size_t max);
+/* Copy the addresses of up to max live members other than this peer into
+ * out; returns how many there are. */
+size_t member_live(const struct member *m, char (*out)[WIRE_ADDR_MAX + 1], size_t max);
 uint64_t member_incarnation(const struct member *m);
 
 /* Add "membership": {counters..., gauges...} to obj. */

@@ -1,134 +1,135 @@
 /*
  * rounds: the exchange policy and the joiner's pull (rounds.h says what
  * each does). Every entry point may start or end an exchange, so each
- * ends by re-arming the one timer for the nearest exchange or pull
- * deadline (rounds_schedule); no deadline, no timer. The closing phase
- * has a timer of its own (close_timer) for its next exchange and its
- * timeout; its rules are closing.c's.
+ * ends by asking the owner for the nearest deadline (rounds_schedule):
+ * gossip's and pull's, and the closing phase's next exchange or timeout;
+ * the closing phase's rules are closing.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "closing.h"
 #include "gossip.h"
 #include "log.h"
-#include "member.h"
-#include "model.h"
 #include "pace.h"
 #include "pull.h"
 #include "rounds.h"
-#include "select.h"
-#include "service.h"
 #include "train.h"
-#include "transport.h"
-
-/* Partners tried in one round when each answers BUSY. */
-#define ROUNDS_BUSY_RETRIES 2
 
 _Static_assert(GOSSIP_REFUSE_N <= SELECT_REASONS, "select counts every gossip refusal");
 
-static void rounds_timer(uv_timer_t *h);
-static void rounds_close_timer(uv_timer_t *h);
+struct rounds {
+	const struct config *cfg;
+	struct model *m;
+	struct rounds_ops ops;
+	struct gossip *gossip;
+	struct select *select;
+	struct pull *pull;
+	struct pace *pace;
+	struct closing closing;
+	double close_at;          /* the closing phase's next move; < 0: none */
+	uint64_t round_step;      /* step at which the last round began */
+	int busy_retries;         /* partners that answered BUSY this round */
+	int joining;              /* the model must be pulled first */
+	char (*names)[WIRE_ADDR_MAX + 1]; /* the live members, as last asked */
+	const char **addrs;       /* pointers into names, for select and pull */
+	size_t cap;
+	int stopped;              /* leaving: no more exchanges of ours */
+};
+
+static void rounds_close_next(struct rounds *r, double now);
+
+/* The live members other than this peer, into r->addrs; returns how many. */
+static size_t
+rounds_live(struct rounds *r)
+{
+	size_t n = r->ops.live(r->ops.arg, r->names, r->cap);
+
+	if (n > r->cap) {
+		r->cap = 2 * n;
+		r->names = xrealloc(r->names, r->cap, sizeof(*r->names));
+		r->addrs = xrealloc(r->addrs, r->cap, sizeof(*r->addrs));
+		n = r->ops.live(r->ops.arg, r->names, r->cap);
+	}
+	for (size_t i = 0; i < n; i++)
+		r->addrs[i] = r->names[i];
+	return n;
+}
+
+/* Ask the owner for the nearest exchange, pull or closing deadline. */
+static void
+rounds_schedule(struct rounds *r, double now)
+{
+	double next = gossip_tick(r->gossip, now), t;
+
+	if ((t = pull_tick(r->pull, now)) >= 0 && (next < 0 || t < next))
+		next = t;
+	if (r->close_at >= 0 && (next < 0 || r->close_at < next))
+		next = r->close_at;
+	r->ops.schedule(r->ops.arg, next);
+}
 
 /* The exchanges pace waited for are over: the trainer thread wakes, an
  * external trainer's held step reply goes out. */
 static void
-rounds_let_go(struct daemon *d)
+rounds_let_go(struct rounds *r)
 {
-	pace_release(d->pace);
-	trainer_resume(d->trainer);
-}
-
-/* Arm the timer for the nearest exchange or pull deadline. */
-static void
-rounds_schedule(struct daemon *d)
-{
-	double now = util_now(), next = -1, t;
-
-	if (d->gossip == NULL || d->stopping)
-		return;
-	next = gossip_tick(d->gossip, now);
-	if (d->pull != NULL && (t = pull_tick(d->pull, now)) >= 0 &&
-	    (next < 0 || t < next))
-		next = t;
-	if (next < 0) {
-		uv_timer_stop(&d->gossip_timer);
-		return;
-	}
-	util_timer_at(&d->gossip_timer, rounds_timer, next, now);
-}
-
-/* Live members other than this peer, into d->addrs; returns how many. */
-static size_t
-rounds_live_peers(struct daemon *d)
-{
-	size_t n = member_list(d->member, NULL, 0), k = 0;
-
-	if (n > d->info_cap) {
-		free(d->info);
-		free(d->addrs);
-		d->info_cap = 2 * n;
-		d->info = xcalloc(d->info_cap, sizeof(*d->info));
-		d->addrs = xcalloc(d->info_cap, sizeof(*d->addrs));
-	}
-	n = member_list(d->member, d->info, d->info_cap);
-	for (size_t i = 0; i < n && i < d->info_cap; i++) {
-		if (!d->info[i].self && d->info[i].state == MEMBER_ALIVE)
-			d->addrs[k++] = d->info[i].addr;
-	}
-	return k;
+	pace_release(r->pace);
+	r->ops.released(r->ops.arg);
 }
 
 static uint64_t
 rounds_step_now(void *arg)
 {
+	struct rounds *r = arg;
 	struct train_progress p;
 
-	daemon_progress(arg, &p);
+	r->ops.progress(r->ops.arg, &p);
 	return p.step;
+}
+
+static int
+rounds_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
+    proto_sent_cb cb, void *cbarg)
+{
+	struct rounds *r = arg;
+
+	return r->ops.send(r->ops.arg, addr, type, buf, len, cb, cbarg);
 }
 
 /* The density of the next exchange (train_density_at). A trainer with no
  * step budget the daemon knows (an attached process) mixes at density
  * throughout. */
 static double
-rounds_density(struct daemon *d)
+rounds_density(struct rounds *r)
 {
 	struct train_progress p;
 
-	daemon_progress(d, &p);
+	r->ops.progress(r->ops.arg, &p);
 	if (p.total_steps == 0)
-		return d->cfg.density;
-	return train_density_at(&d->cfg, p.step, p.total_steps);
+		return r->cfg->density;
+	return train_density_at(r->cfg, p.step, p.total_steps);
 }
 
 static void
-rounds_gossip_params(struct daemon *d, struct gossip_params *gp)
+rounds_gossip_params(struct rounds *r, struct gossip_params *gp)
 {
-	const struct config *c = &d->cfg;
+	const struct config *c = r->cfg;
 
 	/* Closing mixes random slices even in mode delta: what is left is
 	 * disagreement with the others, which this peer's own drift does not
 	 * show (there is no training any more: its drift is all but zero). */
-	*gp = (struct gossip_params){ c->mode, c->values, rounds_density(d), (size_t)c->mask_block,
+	*gp = (struct gossip_params){ c->mode, c->values, rounds_density(r), (size_t)c->mask_block,
 	    c->seed, c->exchange_timeout };
-	if (d->closing.active) {
+	if (r->closing.active) {
 		if (gp->mode == GOSSIP_DELTA)
 			gp->mode = GOSSIP_SAPS;
 		gp->density = c->close_density;
 	}
-}
-
-static void
-rounds_params(struct daemon *d, struct gossip_params *gp, struct select_params *sp)
-{
-	const struct config *c = &d->cfg;
-
-	rounds_gossip_params(d, gp);
-	*sp = (struct select_params){ c->select, c->bw_ratio, c->stale_after };
 }
 
 /* One exchange with a partner chosen by the select policy. With lag, the
@@ -136,298 +137,392 @@ rounds_params(struct daemon *d, struct gossip_params *gp, struct select_params *
  * exchange ends, BUSY retries included; a round that starts nothing
  * releases it at once. */
 static void
-rounds_start(struct daemon *d, const char *exclude)
+rounds_start(struct rounds *r, double now, const char *exclude)
 {
-	double now = util_now();
 	struct gossip_params gp;
 	const char *partner;
 	size_t n;
 	int rc;
 
-	if (d->gossip == NULL || d->leaving || d->stopping || gossip_active(d->gossip))
+	if (r->stopped || gossip_active(r->gossip))
 		return;
-	n = rounds_live_peers(d);
+	n = rounds_live(r);
 	/* the density may follow the step budget (rounds_density) */
-	rounds_gossip_params(d, &gp);
-	gossip_set_params(d->gossip, &gp);
-	partner = select_pick(d->select, now, d->addrs, n, exclude);
+	rounds_gossip_params(r, &gp);
+	gossip_set_params(r->gossip, &gp);
+	partner = select_pick(r->select, now, r->addrs, n, exclude);
 	/* -EDOM: our own values are not finite; the partner is not to blame. */
-	if (partner != NULL && (rc = gossip_start(d->gossip, now, partner)) < 0 && rc != -EDOM)
-		select_record(d->select, partner, now, 0, 0, 0);
-	if (gossip_active(d->gossip) && d->cfg.lag > 0)
-		pace_hold(d->pace, d->round_step +
-		    (uint64_t)d->cfg.lag * (uint64_t)d->cfg.interval);
+	if (partner != NULL && (rc = gossip_start(r->gossip, now, partner)) < 0 && rc != -EDOM)
+		select_record(r->select, partner, now, 0, 0, 0);
+	if (gossip_active(r->gossip) && r->cfg->lag > 0)
+		pace_hold(r->pace, r->round_step +
+		    (uint64_t)r->cfg->lag * (uint64_t)r->cfg->interval);
 	else
-		rounds_let_go(d);
-	rounds_schedule(d);
+		rounds_let_go(r);
+	rounds_schedule(r, now);
 }
 
 /* Start a round if `interval` steps have passed since the last one began.
- * The trainer waits for it only with lag (daemon_notify_step). */
+ * The trainer waits for it only with lag (pace). */
 void
-rounds_on_step(struct daemon *d)
+rounds_on_step(struct rounds *r, double now)
 {
 	uint64_t step;
 
-	if (d->gossip == NULL || !trainer_active(d->trainer) || gossip_active(d->gossip))
+	if (r == NULL || r->joining || gossip_active(r->gossip))
 		return;
-	step = rounds_step_now(d);
-	if (step < d->round_step + (uint64_t)d->cfg.interval)
+	step = rounds_step_now(r);
+	if (step < r->round_step + (uint64_t)r->cfg->interval)
 		return;
-	d->round_step = step;
-	d->busy_retries = 0;
-	rounds_start(d, NULL);
+	r->round_step = step;
+	r->busy_retries = 0;
+	rounds_start(r, now, NULL);
+}
+
+void
+rounds_start_at(struct rounds *r, uint64_t step)
+{
+	if (r != NULL)
+		r->round_step = step;
 }
 
 /* The closing phase ends when a rule of closing_check says so; 1 if it
  * ended. */
 static int
-rounds_close_over(struct daemon *d, double now, size_t n)
+rounds_close_over(struct rounds *r, double now, size_t n)
 {
 	enum closing_reason why;
 
-	why = closing_check(&d->closing, now, transport_bytes_sent(d->transport), n);
+	why = closing_check(&r->closing, now, r->ops.bytes_sent(r->ops.arg), n);
 	if (why == CLOSING_NONE)
 		return 0;
-	daemon_end_closing(d, why);
+	rounds_close_end(r, now, why);
 	return 1;
 }
 
 /* The closing phase: end it if a rule says so, else start its next
- * exchange; the timer comes back after a pause when it did not start, or
- * at the phase's timeout while it runs (its end re-arms it sooner). */
+ * exchange; it comes back after a pause when it did not start, or at the
+ * phase's timeout while it runs (its end brings it back sooner). */
 static void
-rounds_close_next(struct daemon *d)
+rounds_close_next(struct rounds *r, double now)
 {
-	double now = util_now(), at;
 	const char *partner;
 	size_t n;
 	int rc;
 
-	if (!d->closing.active || d->stopping || gossip_active(d->gossip))
+	if (!r->closing.active || r->stopped || gossip_active(r->gossip))
 		return;
-	n = rounds_live_peers(d);
-	if (rounds_close_over(d, now, n))
+	n = rounds_live(r);
+	if (rounds_close_over(r, now, n))
 		return;
 	/* Every live member in turn rather than select's fastest: the phase
 	 * is to agree with all of them (closing.h). */
-	partner = d->addrs[closing_next_partner(&d->closing, n)];
-	gossip_restart_relative_distance(d->gossip);
-	rc = gossip_start(d->gossip, now, partner);
+	partner = r->addrs[closing_next_partner(&r->closing, n)];
+	gossip_restart_relative_distance(r->gossip);
+	rc = gossip_start(r->gossip, now, partner);
 	if (rc < 0 && rc != -EDOM)
-		select_record(d->select, partner, now, 0, 0, 0);
+		select_record(r->select, partner, now, 0, 0, 0);
 	if (rc < 0)
-		closing_exchange(&d->closing, 0, -1, 0);
-	at = gossip_active(d->gossip) ? closing_deadline(&d->closing) : now + CLOSING_PAUSE_S;
-	util_timer_at(&d->close_timer, rounds_close_timer, at, now);
-	rounds_schedule(d);
-}
-
-static void
-rounds_close_timer(uv_timer_t *h)
-{
-	rounds_close_next(h->data);
+		closing_exchange(&r->closing, 0, -1, 0);
+	r->close_at = gossip_active(r->gossip) ? closing_deadline(&r->closing) :
+	    now + CLOSING_PAUSE_S;
+	rounds_schedule(r, now);
 }
 
 int
-rounds_close_begin(struct daemon *d)
+rounds_close_begin(struct rounds *r, double now)
 {
-	const struct config *c = &d->cfg;
+	const struct config *c;
 	struct closing_params cp;
 	struct timespec wall;
 
-	if (d->gossip == NULL || !trainer_active(d->trainer) || c->close_budget <= 0 ||
-	    d->leaving || d->stopping)
+	if (r == NULL || r->cfg->close_budget <= 0 || r->stopped)
 		return 0;
+	c = r->cfg;
 	/* in model sizes at the configured value format */
 	cp.budget_bytes = (uint64_t)(c->close_budget *
-	    (double)gossip_values_bytes(c->values, d->model->d));
+	    (double)gossip_values_bytes(c->values, r->m->d));
 	cp.distance = c->close_distance;
 	cp.timeout = c->close_timeout;
 	clock_gettime(CLOCK_REALTIME, &wall);
-	closing_begin(&d->closing, &cp, util_now(),
-	    (double)wall.tv_sec + (double)wall.tv_nsec * 1e-9, transport_bytes_sent(d->transport));
-	rounds_apply_params(d);
+	closing_begin(&r->closing, &cp, now, (double)wall.tv_sec + (double)wall.tv_nsec * 1e-9,
+	    r->ops.bytes_sent(r->ops.arg));
+	rounds_apply_params(r, now);
 	log_info("closing: exchanging back to back (density %g) until partners are within %g, "
 	    "%.2f MB are sent or %g s pass", c->mode == GOSSIP_DENSE ? 1.0 : c->close_density,
 	    c->close_distance, (double)cp.budget_bytes / 1e6, c->close_timeout);
-	service_status("closing: exchanging with the job's members before leaving");
-	rounds_close_next(d);
+	rounds_close_next(r, now);
 	return 1;
+}
+
+void
+rounds_close_end(struct rounds *r, double now, enum closing_reason why)
+{
+	if (r == NULL || !r->closing.active)
+		return;
+	closing_end(&r->closing, now, r->ops.bytes_sent(r->ops.arg), why);
+	r->close_at = -1;
+	r->ops.closed(r->ops.arg, why);
 }
 
 /* A closing exchange ended: the next one at once, or after a pause when
  * the partner was busy or failed. One that ends after the phase (a leave
  * cut it short) only feeds selection. */
 static void
-rounds_close_done(struct daemon *d, double now, enum gossip_result r)
+rounds_close_done(struct rounds *r, double now, enum gossip_result res)
 {
 	int training;
 
-	if (!d->closing.active)
+	if (!r->closing.active)
 		return;
-	training = r == GOSSIP_OK && gossip_partner_step(d->gossip) < rounds_step_now(d);
-	closing_exchange(&d->closing, r == GOSSIP_OK,
-	    r == GOSSIP_OK ? gossip_relative_distance(d->gossip) : -1, training);
-	util_timer_at(&d->close_timer, rounds_close_timer, now + (r != GOSSIP_OK ?
-	    CLOSING_PAUSE_S : training ? CLOSING_TRAINING_PAUSE_S : 0), now);
+	training = res == GOSSIP_OK && gossip_partner_step(r->gossip) < rounds_step_now(r);
+	closing_exchange(&r->closing, res == GOSSIP_OK,
+	    res == GOSSIP_OK ? gossip_relative_distance(r->gossip) : -1, training);
+	r->close_at = now + (res != GOSSIP_OK ? CLOSING_PAUSE_S :
+	    training ? CLOSING_TRAINING_PAUSE_S : 0);
 }
 
 static void
-rounds_done(void *arg, const char *addr, double now, enum gossip_result r,
+rounds_done(void *arg, const char *addr, double now, enum gossip_result res,
     size_t bytes, double seconds)
 {
-	struct daemon *d = arg;
+	struct rounds *r = arg;
 
 	/* BUSY says nothing about the link: neither a sample nor a failure. */
-	if (r != GOSSIP_BUSY)
-		select_record(d->select, addr, now, bytes, seconds, r == GOSSIP_OK);
-	if (d->closing.active || d->closing.ended) {
-		rounds_close_done(d, now, r);
+	if (res != GOSSIP_BUSY)
+		select_record(r->select, addr, now, bytes, seconds, res == GOSSIP_OK);
+	if (r->closing.active || r->closing.ended) {
+		rounds_close_done(r, now, res);
 		return;
 	}
-	if (r == GOSSIP_BUSY && d->busy_retries++ < ROUNDS_BUSY_RETRIES) {
-		rounds_start(d, addr);
+	if (res == GOSSIP_BUSY && r->busy_retries++ < ROUNDS_BUSY_RETRIES) {
+		rounds_start(r, now, addr);
 		return;
 	}
-	rounds_let_go(d);
+	rounds_let_go(r);
 	/* Paced, the trainer is likely waiting at the next round's first
 	 * step: start that round now rather than one step later. */
-	if (d->cfg.lag > 0)
-		rounds_on_step(d);
+	if (r->cfg->lag > 0)
+		rounds_on_step(r, now);
 }
 
 /* Values from addr were refused: selection avoids it for a while. */
 static void
 rounds_refused(void *arg, const char *addr, enum gossip_refusal why)
 {
-	struct daemon *d = arg;
+	struct rounds *r = arg;
 
-	select_offence(d->select, addr, util_now(), (unsigned)why);
+	select_offence(r->select, addr, util_now(), (unsigned)why);
 }
 
 /* A joiner starts training once it holds the job's model: the pull picks
  * donors among the live members it is shown. */
-void
-rounds_maybe_pull(struct daemon *d)
+static void
+rounds_maybe_pull(struct rounds *r, double now)
 {
-	size_t n = 0;
+	size_t n;
 
 	/* An external trainer's vector exists once a process announced it. */
-	if (!d->must_pull || d->leaving || d->stopping || d->member == NULL || d->pull == NULL ||
-	    d->model->d == 0)
+	if (!r->joining || r->stopped || r->m->d == 0)
 		return;
-	if (member_joined(d->member))
-		n = rounds_live_peers(d);
-	pull_members(d->pull, util_now(), d->addrs, n);
-	rounds_schedule(d);
+	n = rounds_live(r);
+	pull_members(r->pull, now, r->addrs, n);
+	rounds_schedule(r, now);
+}
+
+void
+rounds_members_changed(struct rounds *r, double now)
+{
+	if (r != NULL)
+		rounds_maybe_pull(r, now);
 }
 
 /* The pulled model is in: train from it, at the donors' step. */
 static int
 rounds_pulled(void *arg, const float *params, uint64_t step, const char *donors)
 {
-	struct daemon *d = arg;
+	struct rounds *r = arg;
 	int rc;
 
-	if ((rc = model_restore(d->model, params, NULL)) < 0) {
+	if ((rc = model_restore(r->m, params, NULL)) < 0) {
 		log_error("bootstrap: cannot load the pulled model: %s", strerror(-rc));
 		return rc;
 	}
 	log_info("bootstrap: model pulled from %s; continuing from the donors' step %" PRIu64,
 	    donors, step);
-	d->must_pull = 0;
-	daemon_start_training(d, step);
+	r->joining = 0;
+	r->ops.pulled(r->ops.arg, step);
 	return 0;
 }
 
-/* Messages of the two protocols rounds runs: gossip_proto's and
- * pull_proto's. Registered once both modules exist, which outlive the
- * transport; either may move a deadline. */
-static void
-rounds_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
+void
+rounds_recv(struct rounds *r, double now, const char *addr, uint8_t type,
     const uint8_t *payload, size_t len)
 {
-	struct daemon *d = arg;
-
-	(void)sender;
 	if (type >= pull_proto.first && type <= pull_proto.last)
-		pull_recv(d->pull, util_now(), addr, type, payload, len);
+		pull_recv(r->pull, now, addr, type, payload, len);
 	else
-		gossip_recv(d->gossip, util_now(), addr, type, payload, len);
+		gossip_recv(r->gossip, now, addr, type, payload, len);
 	/* Exchanges others start count against a closing peer's budget too:
 	 * check it after each one, not only when an own exchange ends, or a
 	 * peer that pauses (its partner still trains) or waits on a slow
 	 * partner keeps serving past its budget. An own exchange in flight is
 	 * left to finish; its end checks again. */
-	if (d->closing.active && !d->stopping && !gossip_active(d->gossip))
-		rounds_close_over(d, util_now(), rounds_live_peers(d));
-	rounds_schedule(d);
+	if (r->closing.active && !r->stopped && !gossip_active(r->gossip))
+		rounds_close_over(r, now, rounds_live(r));
+	rounds_schedule(r, now);
 }
 
 void
-rounds_peer_down(struct daemon *d, const char *addr)
+rounds_peer_down(struct rounds *r, double now, const char *addr)
 {
-	if (d->pull == NULL)
+	if (r == NULL)
 		return;
-	pull_donor_down(d->pull, util_now(), addr);
-	rounds_maybe_pull(d);
-	rounds_schedule(d);
-}
-
-static void
-rounds_timer(uv_timer_t *h)
-{
-	struct daemon *d = h->data;
-
-	rounds_schedule(d);
-	rounds_maybe_pull(d);
+	pull_donor_down(r->pull, now, addr);
+	rounds_maybe_pull(r, now);
+	rounds_schedule(r, now);
 }
 
 void
-rounds_apply_params(struct daemon *d)
+rounds_timer(struct rounds *r, double now)
 {
+	rounds_schedule(r, now);
+	if (r->close_at >= 0 && r->close_at <= now) {
+		r->close_at = -1;
+		rounds_close_next(r, now);
+	}
+	rounds_maybe_pull(r, now);
+}
+
+void
+rounds_apply_params(struct rounds *r, double now)
+{
+	const struct config *c;
 	struct gossip_params gp;
 	struct select_params sp;
 
-	if (d->gossip == NULL)
+	if (r == NULL)
 		return;
-	rounds_params(d, &gp, &sp);
-	gossip_set_params(d->gossip, &gp);
-	select_set_params(d->select, &sp);
-	pull_set_timeout(d->pull, d->cfg.exchange_timeout);
-	if (d->cfg.lag == 0)
-		rounds_let_go(d);
+	c = r->cfg;
+	rounds_gossip_params(r, &gp);
+	sp = (struct select_params){ c->select, c->bw_ratio, c->stale_after };
+	gossip_set_params(r->gossip, &gp);
+	select_set_params(r->select, &sp);
+	pull_set_timeout(r->pull, c->exchange_timeout);
+	if (c->lag == 0)
+		rounds_let_go(r);
+	rounds_schedule(r, now);
+}
+
+void
+rounds_set_ready(struct rounds *r, int ready)
+{
+	if (r != NULL)
+		gossip_set_ready(r->gossip, ready);
+}
+
+void
+rounds_stop(struct rounds *r)
+{
+	if (r == NULL)
+		return;
+	r->stopped = 1;
+	pace_close(r->pace);
 }
 
 int
-rounds_open(struct daemon *d, struct errbuf *err)
+rounds_new(const struct config *cfg, struct model *m, int joining,
+    const struct rounds_ops *ops, struct rounds **out, struct errbuf *err)
 {
-	struct gossip_ops ops = { daemon_send, rounds_done, rounds_step_now, rounds_refused, d };
-	struct pull_ops pops = { daemon_send, rounds_step_now, rounds_pulled, d };
+	struct rounds *r = xcalloc(1, sizeof(*r));
+	struct gossip_ops gops = { rounds_send, rounds_done, rounds_step_now, rounds_refused, r };
+	struct pull_ops pops = { rounds_send, rounds_step_now, rounds_pulled, r };
 	struct gossip_params gp;
-	struct select_params sp;
+	struct select_params sp = { cfg->select, cfg->bw_ratio, cfg->stale_after };
 	int rc;
 
-	rounds_params(d, &gp, &sp);
-	if ((rc = gossip_new(&gp, d->model, &ops, &d->gossip)) < 0 ||
-	    (rc = select_new(&sp, &d->select)) < 0 || (rc = pace_new(&d->pace)) < 0 ||
-	    (rc = pull_new(d->model, d->cfg.exchange_timeout, d->must_pull, &pops,
-	    &d->pull)) < 0)
+	r->cfg = cfg;
+	r->m = m;
+	r->ops = *ops;
+	r->joining = joining;
+	r->close_at = -1;
+	rounds_gossip_params(r, &gp);
+	if ((rc = gossip_new(&gp, m, &gops, &r->gossip)) < 0 ||
+	    (rc = select_new(&sp, &r->select)) < 0 || (rc = pace_new(&r->pace)) < 0 ||
+	    (rc = pull_new(m, cfg->exchange_timeout, joining, &pops, &r->pull)) < 0) {
+		rounds_free(r);
 		return errbuf_set(err, rc, "gossip: %s", strerror(-rc));
+	}
 	/* An external trainer's model exists once a process or a checkpoint
 	 * filled the vector (attach's ready hook says when). */
-	gossip_set_ready(d->gossip, !d->must_pull && d->model->d > 0);
-	if ((rc = transport_register(d->transport, &gossip_proto, rounds_recv, d, err)) < 0)
-		return rc;
-	return transport_register(d->transport, &pull_proto, rounds_recv, d, err);
+	gossip_set_ready(r->gossip, !joining && m->d > 0);
+	*out = r;
+	return 0;
 }
 
 void
-rounds_free(struct daemon *d)
+rounds_free(struct rounds *r)
 {
-	pull_free(d->pull);
-	gossip_free(d->gossip);
-	select_free(d->select);
-	pace_free(d->pace);
+	if (r == NULL)
+		return;
+	pull_free(r->pull);
+	gossip_free(r->gossip);
+	select_free(r->select);
+	pace_free(r->pace);
+	free(r->names);
+	free(r->addrs);
+	free(r);
+}
+
+struct pace *
+rounds_pace(struct rounds *r)
+{
+	return r != NULL ? r->pace : NULL;
+}
+
+const struct closing *
+rounds_closing(const struct rounds *r)
+{
+	return r != NULL ? &r->closing : NULL;
+}
+
+const struct select_link *
+rounds_link(const struct rounds *r, const char *addr)
+{
+	return r != NULL ? select_link(r->select, addr) : NULL;
+}
+
+uint64_t
+rounds_exchanges(const struct rounds *r)
+{
+	return r != NULL ? gossip_exchanges(r->gossip) : 0;
+}
+
+void
+rounds_status_json(const struct rounds *r, json_t *st)
+{
+	double dist, rel, waited;
+	uint64_t waits;
+
+	if (r == NULL)
+		return;
+	dist = gossip_consensus_distance(r->gossip);
+	rel = gossip_relative_distance(r->gossip);
+	pace_stats(r->pace, &waited, &waits);
+	json_object_set_new(st, "lag_wait_s", json_real(waited));
+	json_object_set_new(st, "lag_waits", json_integer((json_int_t)waits));
+	json_object_set_new(st, "consensus_distance", dist < 0 || !isfinite(dist) ?
+	    json_null() : json_real(dist));
+	json_object_set_new(st, "consensus_distance_relative", rel < 0 || !isfinite(rel) ?
+	    json_null() : json_real(rel));
+}
+
+void
+rounds_stats_json(const struct rounds *r, json_t *stats)
+{
+	if (r == NULL)
+		return;
+	gossip_stats_json(r->gossip, stats);
+	select_stats_json(r->select, stats);
+	pull_stats_json(r->pull, stats);
 }

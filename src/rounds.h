@@ -7,8 +7,14 @@
  * joiner without a checkpoint pulls the model from donors before it
  * trains. Once the trainer's budget is spent, the closing phase starts
  * exchanges back to back (closing.h). The exchange itself is gossip's,
- * the link figures select's: this
- * file is only the policy that joins them to the daemon's timers.
+ * the link figures select's, the pull pull's: this module is the policy
+ * that joins them, and it owns them.
+ *
+ * It does no I/O and keeps no clock or timer: every entry point takes
+ * `now`, messages go out through its ops' send, and after every call that
+ * may move a deadline it asks its owner, through ops' schedule, to call
+ * rounds_timer at the earliest one. So the daemon drives it from one libuv
+ * timer, and a unit test from a fake clock (tests/test_rounds.c).
  */
 #ifndef GD_ROUNDS_H
 #define GD_ROUNDS_H
@@ -16,28 +22,85 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon.h"
+#include <jansson.h>
 
-/* Gossip, select, pace and the model pull for a peer with a transport,
- * and their message types registered with it; their deadlines arm
- * d->gossip_timer (server.c owns the loop's handles). */
-int rounds_open(struct daemon *d, struct errbuf *err);
-/* Gossip lives on until the transport has failed the sends in flight
- * that point into it. */
-void rounds_free(struct daemon *d);
+#include "closing.h"
+#include "config.h"
+#include "model.h"
+#include "proto.h"
+#include "select.h"
+#include "trainer.h"
+#include "wire.h"
 
-/* Hand runtime-tunable gossip keys to the running modules. */
-void rounds_apply_params(struct daemon *d);
+/* Partners tried in one round when each answers BUSY. */
+#define ROUNDS_BUSY_RETRIES 2
+
+/* Calls into the owner, all from within a rounds_* call. */
+struct rounds_ops {
+	proto_send_fn send;
+	/* The trainer's step and budget (total_steps 0: none known). */
+	void (*progress)(void *arg, struct train_progress *p);
+	/* Copy the addresses of up to max live members other than this peer
+	 * into out; return how many there are (member_live). */
+	size_t (*live)(void *arg, char (*out)[WIRE_ADDR_MAX + 1], size_t max);
+	uint64_t (*bytes_sent)(void *arg);
+	/* The exchanges pace waited for are over: a step held for them (an
+	 * attached process's reply) may go on. */
+	void (*released)(void *arg);
+	/* The pulled model is in the model, at the donors' step: train. */
+	void (*pulled)(void *arg, uint64_t step);
+	/* The closing phase ended for why. */
+	void (*closed)(void *arg, enum closing_reason why);
+	/* Call rounds_timer at this time (< 0: no deadline). */
+	void (*schedule)(void *arg, double at);
+	void *arg;
+};
+
+struct rounds;
+
+/* Gossip, select, pace and the model pull over m, with the settings of
+ * cfg (borrowed; rounds_apply_params after a change). joining: the model
+ * must be pulled before this peer trains. */
+int rounds_new(const struct config *cfg, struct model *m, int joining,
+    const struct rounds_ops *ops, struct rounds **out, struct errbuf *err);
+/* Gossip must outlive the transport's failing of the sends in flight that
+ * point into it: free after the transport is closed. */
+void rounds_free(struct rounds *r);
+
+/* A message of gossip_proto's or pull_proto's range. */
+void rounds_recv(struct rounds *r, double now, const char *addr, uint8_t type,
+    const uint8_t *payload, size_t len);
+/* The deadline the owner was asked for has come. */
+void rounds_timer(struct rounds *r, double now);
+/* Hand runtime-tunable gossip keys (cfg) to the running modules. */
+void rounds_apply_params(struct rounds *r, double now);
+/* The model holds the job's parameters: it may be exchanged. */
+void rounds_set_ready(struct rounds *r, int ready);
 /* The trainer took a step: start a round if one is due. */
-void rounds_on_step(struct daemon *d);
-/* A peer became unreachable: a donor of the running pull may be gone. */
-void rounds_peer_down(struct daemon *d, const char *addr);
+void rounds_on_step(struct rounds *r, double now);
+/* Training starts at step (rounds count from there). */
+void rounds_start_at(struct rounds *r, uint64_t step);
 /* Membership moved: a joiner may now know enough donors. */
-void rounds_maybe_pull(struct daemon *d);
-/* The built-in trainer's budget is spent: enter the closing phase
- * (closing.h) and return 1, or 0 when this peer has none (close_budget
- * 0, no gossip, an external trainer, leaving). It ends in
- * daemon_end_closing. */
-int rounds_close_begin(struct daemon *d);
+void rounds_members_changed(struct rounds *r, double now);
+/* A peer became unreachable: a donor of the running pull may be gone. */
+void rounds_peer_down(struct rounds *r, double now, const char *addr);
+/* The trainer's budget is spent: enter the closing phase (closing.h) and
+ * return 1, or 0 when this peer has none (close_budget 0). It ends in
+ * ops' closed. */
+int rounds_close_begin(struct rounds *r, double now);
+/* End the closing phase, if one runs, for why (a leave); ops' closed is
+ * called. */
+void rounds_close_end(struct rounds *r, double now, enum closing_reason why);
+/* Leaving: start no exchange, and never hold the trainer again. */
+void rounds_stop(struct rounds *r);
+
+/* The pace the trainer thread waits on (pace.h), NULL without rounds. */
+struct pace *rounds_pace(struct rounds *r);
+const struct closing *rounds_closing(const struct rounds *r);
+const struct select_link *rounds_link(const struct rounds *r, const char *addr);
+uint64_t rounds_exchanges(const struct rounds *r);
+/* status's exchange fields, and stats' gossip, select and bootstrap. */
+void rounds_status_json(const struct rounds *r, json_t *st);
+void rounds_stats_json(const struct rounds *r, json_t *stats);
 
 #endif

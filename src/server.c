@@ -28,6 +28,7 @@
 #include "member.h"
 #include "model.h"
 #include "pace.h"
+#include "pull.h"
 #include "rounds.h"
 #include "server.h"
 #include "service.h"
@@ -51,7 +52,7 @@ server_wake(uv_async_t *h)
 		return;
 	daemon_progress(d, &p);
 	commands_answer_checkpoints(d, &p, 0);
-	if (p.state == TRAIN_TRAINING && !d->leaving)
+	if (p.state == TRAIN_TRAINING && !daemon_leaving(d))
 		service_progress(commands_state(d, &p), &p);
 	if (control_watchers(d->control) > 0) {
 		json_t *msg = commands_status(d);
@@ -71,8 +72,9 @@ server_wake(uv_async_t *h)
 			    p.step, p.elapsed, p.accuracy, p.test_loss);
 		}
 		commands_answer_checkpoints(d, &p, 1);
-		/* Closing ends in daemon_end_closing, which lingers or leaves. */
-		if (p.state != TRAIN_DONE || !rounds_close_begin(d))
+		if (p.state == TRAIN_DONE)
+			daemon_trained(d);
+		else
 			daemon_after_training(d);
 	}
 	daemon_maybe_exit(d);
@@ -81,7 +83,9 @@ server_wake(uv_async_t *h)
 static void
 server_step(uv_async_t *h)
 {
-	rounds_on_step(h->data);
+	struct daemon *d = h->data;
+
+	rounds_on_step(d->rounds, util_now());
 }
 
 static void
@@ -93,7 +97,7 @@ server_member_timer(uv_timer_t *h)
 		return;
 	member_tick(d->member, util_now());
 	daemon_member_schedule(d);
-	rounds_maybe_pull(d);
+	rounds_members_changed(d->rounds, util_now());
 	daemon_maybe_exit(d);
 }
 
@@ -131,7 +135,7 @@ server_member_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
 		return;
 	member_recv(d->member, util_now(), sender, addr, type, payload, len);
 	daemon_member_schedule(d);
-	rounds_maybe_pull(d);
+	rounds_members_changed(d->rounds, util_now());
 }
 
 static void
@@ -144,7 +148,95 @@ server_peer_down(void *arg, const char *addr, uint64_t id, int status)
 		member_peer_down(d->member, util_now(), addr);
 		daemon_member_schedule(d);
 	}
-	rounds_peer_down(d, addr);
+	rounds_peer_down(d->rounds, util_now(), addr);
+}
+
+/* rounds' calls into the peer (rounds.h). */
+static void
+server_rounds_progress(void *arg, struct train_progress *p)
+{
+	daemon_progress(arg, p);
+}
+
+static size_t
+server_rounds_live(void *arg, char (*out)[WIRE_ADDR_MAX + 1], size_t max)
+{
+	struct daemon *d = arg;
+
+	return d->member != NULL ? member_live(d->member, out, max) : 0;
+}
+
+static uint64_t
+server_rounds_bytes_sent(void *arg)
+{
+	struct daemon *d = arg;
+
+	return d->transport != NULL ? transport_bytes_sent(d->transport) : 0;
+}
+
+static void
+server_rounds_released(void *arg)
+{
+	struct daemon *d = arg;
+
+	trainer_resume(d->trainer);
+}
+
+static void
+server_rounds_pulled(void *arg, uint64_t step)
+{
+	daemon_start_training(arg, step);
+}
+
+static void
+server_rounds_timer(uv_timer_t *h)
+{
+	struct daemon *d = h->data;
+
+	if (d->rounds != NULL)
+		rounds_timer(d->rounds, util_now());
+}
+
+static void
+server_rounds_schedule(void *arg, double at)
+{
+	struct daemon *d = arg;
+	double now = util_now();
+
+	if (d->state == PEER_STOPPED)
+		return;
+	if (at < 0)
+		uv_timer_stop(&d->rounds_timer);
+	else
+		util_timer_at(&d->rounds_timer, server_rounds_timer, at, now);
+}
+
+/* Messages of the two protocols rounds runs: gossip_proto's and
+ * pull_proto's. */
+static void
+server_rounds_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
+    const uint8_t *payload, size_t len)
+{
+	struct daemon *d = arg;
+
+	(void)sender;
+	rounds_recv(d->rounds, util_now(), addr, type, payload, len);
+}
+
+static int
+server_open_rounds(struct daemon *d, struct errbuf *err)
+{
+	struct rounds_ops ops = { daemon_send, server_rounds_progress, server_rounds_live,
+	    server_rounds_bytes_sent, server_rounds_released, server_rounds_pulled,
+	    daemon_end_closing, server_rounds_schedule, d };
+	int rc;
+
+	if ((rc = rounds_new(&d->cfg, d->model, d->state == PEER_JOINING, &ops, &d->rounds,
+	    err)) < 0 ||
+	    (rc = transport_register(d->transport, &gossip_proto, server_rounds_recv, d,
+	    err)) < 0)
+		return rc;
+	return transport_register(d->transport, &pull_proto, server_rounds_recv, d, err);
 }
 
 static int
@@ -213,32 +305,61 @@ server_open_transport(struct daemon *d, struct errbuf *err)
 		    d->cfg.provider, why.msg);
 	}
 	log_info("fabric endpoint on %s (provider %s)", d->cfg.listen, d->cfg.provider);
-	if ((rc = server_open_member(d, &why)) < 0 || (rc = rounds_open(d, &why)) < 0) {
+	if ((rc = server_open_member(d, &why)) < 0 || (rc = server_open_rounds(d, &why)) < 0) {
 		d->exit_code = DAEMON_EXIT_USAGE;
 		return errbuf_set(err, rc, "%s", why.msg);
 	}
 	return 0;
 }
 
+/* The built-in trainer: its data, its model, the trainer thread (not yet
+ * started). Data and a model that does not fit it are usage errors, a
+ * device that fails a runtime one. */
 static int
-server_load_data(struct daemon *d, struct errbuf *err)
+server_open_builtin(struct daemon *d, struct errbuf *err)
 {
+	struct train_hooks hooks = { daemon_notify, daemon_notify_step, d };
+	struct data_set train = { 0 }, test = { 0 };
 	struct errbuf why = { "" };
+	size_t *shard = NULL, n = 0;
+	struct train *t;
 	int rc;
 
-	if ((rc = data_load(d->cfg.data_dir, "train", &d->train, &why)) < 0 ||
-	    (rc = data_load(d->cfg.data_dir, "t10k", &d->test, &why)) < 0)
-		return errbuf_set(err, rc, "data: %s", why.msg);
-	if (d->train.dim != (size_t)d->cfg.model.sizes[0])
-		return errbuf_set(err, -EINVAL, "model: %d inputs but the data has %zu features",
-		    d->cfg.model.sizes[0], d->train.dim);
-	rc = data_shard(&d->train, d->cfg.shard_index, d->cfg.shard_count, &d->cfg.partition,
-	    d->cfg.seed, &d->shard, &d->shard_n, &why);
-	if (rc < 0)
-		return errbuf_set(err, rc, "shard: %s", why.msg);
-	log_info("data: %zu training samples in shard %u/%u, %zu test samples", d->shard_n,
-	    d->cfg.shard_index, d->cfg.shard_count, d->test.n);
+	d->exit_code = DAEMON_EXIT_USAGE;
+	if ((rc = data_load(d->cfg.data_dir, "train", &train, &why)) < 0 ||
+	    (rc = data_load(d->cfg.data_dir, "t10k", &test, &why)) < 0) {
+		rc = errbuf_set(err, rc, "data: %s", why.msg);
+		goto fail;
+	}
+	if (train.dim != (size_t)d->cfg.model.sizes[0]) {
+		rc = errbuf_set(err, -EINVAL, "model: %d inputs but the data has %zu features",
+		    d->cfg.model.sizes[0], train.dim);
+		goto fail;
+	}
+	if ((rc = data_shard(&train, d->cfg.shard_index, d->cfg.shard_count, &d->cfg.partition,
+	    d->cfg.seed, &shard, &n, &why)) < 0) {
+		rc = errbuf_set(err, rc, "shard: %s", why.msg);
+		goto fail;
+	}
+	log_info("data: %zu training samples in shard %u/%u, %zu test samples", n,
+	    d->cfg.shard_index, d->cfg.shard_count, test.n);
+	if ((rc = model_new(&d->cfg.model, d->cfg.device, d->cfg.threads, d->cfg.batch_size,
+	    d->cfg.seed, &d->model, &why)) < 0) {
+		d->exit_code = DAEMON_EXIT_RUNTIME;
+		rc = errbuf_set(err, rc, "device %s: %s", d->cfg.device, why.msg);
+		goto fail;
+	}
+	/* From here the data are the trainer's, whatever happens. */
+	if ((rc = train_new(&d->cfg, d->model, &train, &test, shard, n, &hooks, &t, err)) < 0)
+		return rc;
+	d->trainer = trainer_new(&train_ops, t);
+	d->exit_code = 0;
 	return 0;
+fail:
+	free(shard);
+	data_free(&train);
+	data_free(&test);
+	return rc;
 }
 
 /* With --resume, continue from the newest checkpoint; none is no error. */
@@ -286,9 +407,9 @@ server_attach_bound(void *arg, size_t n)
 	struct daemon *d = arg;
 
 	d->cfg.shared_params = n;
-	if (!d->must_pull)
+	if (d->state != PEER_JOINING)
 		return 0;
-	rounds_maybe_pull(d);
+	rounds_members_changed(d->rounds, util_now());
 	return 1;
 }
 
@@ -297,15 +418,16 @@ server_attach_ready(void *arg)
 {
 	struct daemon *d = arg;
 
-	if (d->gossip != NULL)
-		gossip_set_ready(d->gossip, 1);
+	rounds_set_ready(d->rounds, 1);
 }
 
 static void
 server_attach_step(void *arg, uint64_t step)
 {
+	struct daemon *d = arg;
+
 	(void)step;
-	rounds_on_step(arg);
+	rounds_on_step(d->rounds, util_now());
 }
 
 static int
@@ -313,7 +435,9 @@ server_attach_held(void *arg, uint64_t step)
 {
 	struct daemon *d = arg;
 
-	return d->pace != NULL && pace_holds(d->pace, step);
+	struct pace *pace = rounds_pace(d->rounds);
+
+	return pace != NULL && pace_holds(pace, step);
 }
 
 static void
@@ -321,8 +445,10 @@ server_attach_waited(void *arg, double seconds)
 {
 	struct daemon *d = arg;
 
-	if (d->pace != NULL)
-		pace_waited(d->pace, seconds);
+	struct pace *pace = rounds_pace(d->rounds);
+
+	if (pace != NULL)
+		pace_waited(pace, seconds);
 }
 
 static void
@@ -334,30 +460,18 @@ server_trainer_gone(struct control *ctl, uint64_t client, void *arg)
 	trainer_gone(d->trainer, client);
 }
 
-/* The one place that asks which kind of trainer the peer has: the
- * built-in trainer thread over the data and the model, or (--trainer
- * external) an empty shared model and the attach side. */
+/* With --trainer external: the attach side over the shared model. */
 static int
-server_open_trainer(struct daemon *d, struct errbuf *err)
+server_open_attach(struct daemon *d, struct errbuf *err)
 {
-	struct attach_hooks ahooks = { daemon_notify, server_attach_bound,
+	struct attach_hooks hooks = { daemon_notify, server_attach_bound,
 	    server_attach_ready, server_attach_step, server_attach_held, server_attach_waited, d };
-	struct train_hooks thooks = { daemon_notify, daemon_notify_step, d };
 	struct attach *a;
-	struct train *t;
 	int rc;
 
-	if (d->cfg.trainer == TRAINER_EXTERNAL) {
-		if ((rc = attach_new(&d->cfg, d->model, d->control, d->loop, &ahooks, &a,
-		    err)) < 0)
-			return rc;
-		d->trainer = trainer_new(&attach_ops, a);
-		return 0;
-	}
-	if ((rc = train_new(&d->cfg, d->model, &d->train, d->shard, d->shard_n, &d->test,
-	    &thooks, &t, err)) < 0)
+	if ((rc = attach_new(&d->cfg, d->model, d->control, d->loop, &hooks, &a, err)) < 0)
 		return rc;
-	d->trainer = trainer_new(&train_ops, t);
+	d->trainer = trainer_new(&attach_ops, a);
 	return 0;
 }
 
@@ -366,63 +480,60 @@ static void
 server_init_handles(struct daemon *d)
 {
 	uv_timer_init(d->loop, &d->member_timer);
-	uv_timer_init(d->loop, &d->gossip_timer);
-	uv_timer_init(d->loop, &d->close_timer);
+	uv_timer_init(d->loop, &d->rounds_timer);
 	uv_async_init(d->loop, &d->wake, server_wake);
 	uv_async_init(d->loop, &d->step_async, server_step);
-	uv_signal_init(d->loop, &d->sigterm);
-	uv_signal_init(d->loop, &d->sigint);
-	d->member_timer.data = d->gossip_timer.data = d->close_timer.data = d;
+	d->member_timer.data = d->rounds_timer.data = d;
 	d->on_member_timer = server_member_timer;
 	d->wake.data = d->step_async.data = d;
-	d->sigterm.data = d->sigint.data = d;
+	for (size_t i = 0; i < GD_ARRAY_SIZE(d->signals); i++) {
+		uv_signal_init(d->loop, &d->signals[i]);
+		d->signals[i].data = d;
+	}
 }
 
 int
 server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 {
-	struct errbuf why = { "" };
 	uint64_t start_step;
 	int rc;
 
 	d->loop = loop;
 	server_init_handles(d);
 	randombytes_buf(&d->id, sizeof(d->id));
+	/* The one place that asks which kind of trainer the peer has (and
+	 * below, where the attach side is made once control exists). */
 	if (d->cfg.trainer == TRAINER_EXTERNAL) {
 		if ((rc = model_new_shared(&d->model, err)) < 0)
 			goto runtime;
-	} else {
-		if ((rc = server_load_data(d, err)) < 0)
-			goto usage;
-		if ((rc = model_new(&d->cfg.model, d->cfg.device, d->cfg.threads,
-		    d->cfg.batch_size, d->cfg.seed, &d->model, &why)) < 0) {
-			errbuf_set(err, rc, "device %s: %s", d->cfg.device, why.msg);
-			goto runtime;
-		}
+	} else if ((rc = server_open_builtin(d, err)) < 0) {
+		goto out;
 	}
 	/* Signals are ours from before the control socket appears: whoever
 	 * sees the socket may signal us, and a signal must then mean a clean
 	 * leave, never the default death that leaves the socket file behind.
 	 * They are handled once the loop runs, when everything below exists.
 	 * Until here they keep their default action (tests/daemon.sh). */
-	uv_signal_start(&d->sigterm, server_signal, SIGTERM);
-	uv_signal_start(&d->sigint, server_signal, SIGINT);
+	uv_signal_start(&d->signals[0], server_signal, SIGTERM);
+	uv_signal_start(&d->signals[1], server_signal, SIGINT);
 	if ((rc = control_open(d->loop, d->cfg.control, commands_handle, d, &d->control,
 	    err)) < 0)
 		goto runtime;
 	if (d->cfg.metrics_listen != NULL && (rc = httpd_open(d->loop, d->cfg.metrics_listen,
 	    commands_metrics, d, &d->httpd, err)) < 0)
 		goto runtime;
-	if ((rc = server_open_trainer(d, err)) < 0)
-		goto usage;
+	if (d->cfg.trainer == TRAINER_EXTERNAL && (rc = server_open_attach(d, err)) < 0)
+		goto runtime;
 	control_on_gone(d->control, server_trainer_gone);
 	/* Nothing is served before the loop runs: the socket may exist. */
 	if ((rc = server_resume(d, &start_step, err)) < 0)
 		goto runtime;
-	d->must_pull = d->cfg.join != NULL && start_step == 0;
+	/* A joiner without a checkpoint stays joining until its pull is in. */
+	if (d->cfg.join == NULL || start_step > 0)
+		daemon_set_state(d, PEER_TRAINING);
 	if ((rc = server_open_transport(d, err)) < 0)
 		goto out;
-	if (d->must_pull) {
+	if (d->state == PEER_JOINING) {
 		log_info("joining through %s: the model comes from donors before training",
 		    d->cfg.join);
 		service_status("joining through %s: pulling the model", d->cfg.join);
@@ -432,12 +543,9 @@ server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 	/* Ready before a joiner's pull, not after it: service.h says why.
 	 * The socket listens; what connects is served once the loop runs,
 	 * right after this. */
-	if (!d->stopping)
+	if (d->state != PEER_STOPPED)
 		service_ready();
 	return 0;
-usage:
-	d->exit_code = DAEMON_EXIT_USAGE;
-	goto out;
 runtime:
 	d->exit_code = DAEMON_EXIT_RUNTIME;
 out:
@@ -450,12 +558,7 @@ server_free(struct daemon *d)
 {
 	commands_pending_free(d);
 	trainer_free(d->trainer);
-	rounds_free(d);
-	free(d->info);
-	free(d->addrs);
+	rounds_free(d->rounds);
 	model_free(d->model);
-	free(d->shard);
-	data_free(&d->train);
-	data_free(&d->test);
 	config_free(&d->cfg);
 }

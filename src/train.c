@@ -44,8 +44,8 @@
 struct train {
 	const struct config *cfg;
 	struct model *m;
-	const struct data_set *train, *test;
-	size_t *idx, n;           /* this peer's shard (owned copy) */
+	struct data_set train, test;
+	size_t *idx, n;           /* this peer's shard */
 	size_t *order;            /* shard order of the current pass */
 	float *xb;                /* one batch, gathered */
 	uint8_t *yb;
@@ -194,47 +194,45 @@ train_budget(const struct config *cfg, size_t train_n, size_t shard_n,
 }
 
 int
-train_new(const struct config *cfg, struct model *m, const struct data_set *train,
-    const size_t *idx, size_t n, const struct data_set *test,
-    const struct train_hooks *hooks, struct train **out, struct errbuf *err)
+train_new(const struct config *cfg, struct model *m, struct data_set *train,
+    struct data_set *test, size_t *idx, size_t n, const struct train_hooks *hooks,
+    struct train **out, struct errbuf *err)
 {
 	size_t bs = (size_t)cfg->batch_size;
-	struct train_budget b;
-	struct train *t;
+	struct train *t = xcalloc(1, sizeof(*t));
 	int rc;
 
-	if ((rc = train_budget(cfg, train->n, n, &b, err)) < 0)
-		return rc;
-	t = calloc(1, sizeof(*t));
-	if (t == NULL)
-		return errbuf_set(err, -ENOMEM, "out of memory");
 	pthread_mutex_init(&t->mu, NULL);
+	t->train = *train;
+	t->test = *test;
+	t->idx = idx;
+	t->n = n;
+	memset(train, 0, sizeof(*train));
+	memset(test, 0, sizeof(*test));
+	if ((rc = train_budget(cfg, t->train.n, n, &t->b, err)) < 0)
+		goto fail;
 	t->cfg = cfg;
 	t->m = m;
-	t->train = train;
-	t->test = test;
-	t->n = n;
-	t->idx = malloc(n * sizeof(*t->idx));
 	t->order = malloc(n * sizeof(*t->order));
-	t->xb = malloc(bs * train->dim * sizeof(*t->xb));
+	t->xb = malloc(bs * t->train.dim * sizeof(*t->xb));
 	t->yb = malloc(bs);
-	if (t->idx == NULL || t->order == NULL || t->xb == NULL || t->yb == NULL) {
-		train_free(t);
-		return errbuf_set(err, -ENOMEM, "out of memory for the trainer's buffers");
+	if (t->order == NULL || t->xb == NULL || t->yb == NULL) {
+		rc = errbuf_set(err, -ENOMEM, "out of memory for the trainer's buffers");
+		goto fail;
 	}
-	memcpy(t->idx, idx, n * sizeof(*idx));
-	if ((rc = train_set_logit_offset(cfg, m, train, idx, n, err)) < 0) {
-		train_free(t);
-		return rc;
-	}
-	t->b = b;
+	if ((rc = train_set_logit_offset(cfg, m, &t->train, idx, n, err)) < 0)
+		goto fail;
 	t->hooks = *hooks;
 	t->prog.state = TRAIN_TRAINING;
-	t->prog.total_steps = b.total_steps;
+	t->prog.total_steps = t->b.total_steps;
+	t->prog.shard_samples = n;
 	t->prog.test_loss = -1;
 	t->prog.accuracy = -1;
 	*out = t;
 	return 0;
+fail:
+	train_free(t);
+	return rc;
 }
 
 static void
@@ -264,13 +262,13 @@ train_shuffle_pass(struct train *t, uint64_t pass)
 static void
 train_gather_batch(struct train *t, uint64_t pos)
 {
-	size_t bs = (size_t)t->cfg->batch_size, dim = t->train->dim;
+	size_t bs = (size_t)t->cfg->batch_size, dim = t->train.dim;
 
 	for (size_t i = 0; i < bs; i++) {
 		size_t k = t->order[pos * bs + i];
 
-		memcpy(t->xb + i * dim, t->train->x + k * dim, dim * sizeof(float));
-		t->yb[i] = t->train->y[k];
+		memcpy(t->xb + i * dim, t->train.x + k * dim, dim * sizeof(float));
+		t->yb[i] = t->train.y[k];
 	}
 }
 
@@ -295,11 +293,11 @@ static int
 train_evaluate(struct train *t, uint64_t step, int full)
 {
 	struct train_eval_result e = { 0, step, 0, 0 };
-	size_t n = t->test->n;
+	size_t n = t->test.n;
 
 	if (!full && t->cfg->eval_samples > 0 && t->cfg->eval_samples < n)
 		n = t->cfg->eval_samples;
-	e.rc = model_evaluate(t->m, t->test->x, t->test->y, n, &e.loss, &e.accuracy);
+	e.rc = model_evaluate(t->m, t->test.x, t->test.y, n, &e.loss, &e.accuracy);
 	if (e.rc < 0)
 		return e.rc;
 	log_info("step %llu epoch %llu: test loss %.4f accuracy %.4f",
@@ -672,6 +670,8 @@ train_free(struct train *t)
 	train_join(t);
 	pthread_mutex_destroy(&t->mu);
 	free(t->idx);
+	data_free(&t->train);
+	data_free(&t->test);
 	free(t->order);
 	free(t->xb);
 	free(t->yb);

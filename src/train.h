@@ -47,12 +47,13 @@ struct train_hooks {
 	void *arg;
 };
 
-/* The trainer borrows cfg, m and the data sets (they outlive it); idx is
- * this peer's shard. Nothing runs before its start op: a joiner's model
- * arrives first. */
-int train_new(const struct config *cfg, struct model *m, const struct data_set *train,
-    const size_t *idx, size_t n, const struct data_set *test,
-    const struct train_hooks *hooks, struct train **out, struct errbuf *err);
+/* The trainer takes the data sets and idx[0..n), this peer's shard (the
+ * caller's records are cleared; they are freed with the trainer, or at
+ * once on failure), and borrows cfg and m. Nothing runs before its start
+ * op: a joiner's model arrives first. */
+int train_new(const struct config *cfg, struct model *m, struct data_set *train,
+    struct data_set *test, size_t *idx, size_t n, const struct train_hooks *hooks,
+    struct train **out, struct errbuf *err);
 /* The built-in trainer behind trainer.h. Its start op continues from the
  * step it is given (> 0: from a checkpoint or a model pulled from donors,
  * evaluating before the first step); its stop op finishes the current

@@ -29,6 +29,7 @@ struct train_progress {
 	enum train_state state;
 	uint64_t step;            /* optimizer steps taken (resumed ones included) */
 	uint64_t total_steps;     /* the step budget; 0 when the daemon knows none */
+	size_t shard_samples;     /* training samples of this peer; 0: unknown */
 	uint32_t epoch;           /* current job epoch (train_budget), 0-based */
 	double lr;
 	double loss;              /* running mean of recent training losses */

@@ -1,0 +1,399 @@
+/*
+ * test_rounds: the exchange policy between in-memory peers with real
+ * models, gossip, select, pace, pull and closing inside each peer's
+ * rounds, wired through a fake send into one queue and a fake clock (the
+ * daemon's ops stand in for membership, the trainer and the transport).
+ * A round starts every `interval` steps and not between; a partner that
+ * answers BUSY is replaced twice, then the round gives up and lets the
+ * trainer go; with lag the trainer is held lag rounds ahead until the
+ * exchange ends; the closing phase exchanges back to back with no step
+ * until its byte budget is spent, ends at once with no member left, and a
+ * leave ends it; a joiner pulls from the live members and is told the
+ * donors' step, then takes part in rounds.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "check.h"
+#include "gossip.h"
+#include "log.h"
+#include "pace.h"
+#include "pull.h"
+#include "rounds.h"
+#include "simnet.h"
+#include "util.h"
+
+#define NPEER	5
+#define QMAX	512
+#define SPEC	"784-8-10"
+
+struct peer {
+	char addr[32];
+	struct model *m;
+	struct rounds *r;
+	uint64_t step, total;
+	int up;
+	uint64_t sent;          /* bytes it sent */
+	int reqs;               /* exchange requests it sent */
+	int released;
+	int pulled;
+	uint64_t pulled_step;
+	int closed;
+	enum closing_reason why;
+	double at;              /* the deadline it asked for */
+};
+
+struct msg {
+	int from, to;
+	uint8_t type;
+	uint8_t *buf;
+	size_t len;
+};
+
+static struct peer peers[NPEER];
+static int npeers;
+static struct config cfg;
+static struct msg queue[QMAX];
+static int nq;
+static double now;
+
+static int
+fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
+    proto_sent_cb cb, void *cbarg)
+{
+	struct peer *p = arg;
+	struct msg *q;
+
+	REQUIRE(nq < QMAX);
+	q = &queue[nq++];
+	q->from = (int)(p - peers);
+	q->to = SIMNET_BY_ADDR(peers, npeers, addr);
+	q->type = type;
+	q->buf = xmalloc(len ? len : 1);
+	memcpy(q->buf, buf, len);
+	q->len = len;
+	p->sent += len;
+	p->reqs += type == GOSSIP_T_REQ;
+	/* Delivered: the transport would acknowledge it later. */
+	if (cb != NULL)
+		cb(cbarg, 0);
+	return 0;
+}
+
+static void
+fake_progress(void *arg, struct train_progress *pr)
+{
+	struct peer *p = arg;
+
+	memset(pr, 0, sizeof(*pr));
+	pr->step = p->step;
+	pr->total_steps = p->total;
+}
+
+static size_t
+fake_live(void *arg, char (*out)[WIRE_ADDR_MAX + 1], size_t max)
+{
+	struct peer *p = arg;
+	size_t k = 0;
+
+	for (int i = 0; i < npeers; i++) {
+		if (&peers[i] == p || !peers[i].up)
+			continue;
+		if (k < max)
+			snprintf(out[k], sizeof(out[k]), "%.31s", peers[i].addr);
+		k++;
+	}
+	return k;
+}
+
+static uint64_t
+fake_bytes_sent(void *arg)
+{
+	return ((struct peer *)arg)->sent;
+}
+
+static void
+fake_released(void *arg)
+{
+	((struct peer *)arg)->released++;
+}
+
+static void
+fake_pulled(void *arg, uint64_t step)
+{
+	struct peer *p = arg;
+
+	p->pulled++;
+	p->pulled_step = step;
+	p->step = step;
+	rounds_start_at(p->r, step);
+	rounds_set_ready(p->r, 1);
+}
+
+static void
+fake_closed(void *arg, enum closing_reason why)
+{
+	struct peer *p = arg;
+
+	p->closed++;
+	p->why = why;
+}
+
+static void
+fake_schedule(void *arg, double at)
+{
+	((struct peer *)arg)->at = at;
+}
+
+/* n peers with models of their own; joiner (if >= 0) must pull. */
+static void
+setup(int n, int joiner)
+{
+	struct rounds_ops ops = { fake_send, fake_progress, fake_live, fake_bytes_sent,
+	    fake_released, fake_pulled, fake_closed, fake_schedule, NULL };
+	char *argv[] = { (char *)"gossipd", NULL };
+	struct model_spec spec;
+	struct errbuf err = { "" };
+
+	REQUIRE(config_load(&cfg, 1, argv, &err) == 0);
+	cfg.interval = 4;
+	cfg.lag = 0;
+	cfg.mode = GOSSIP_SAPS;
+	cfg.density = 0.25;
+	REQUIRE(model_spec_parse(SPEC, &spec, &err) == 0);
+	npeers = n;
+	now = 100;
+	for (int i = 0; i < n; i++) {
+		struct peer *p = &peers[i];
+		float *x;
+
+		memset(p, 0, sizeof(*p));
+		snprintf(p->addr, sizeof(p->addr), "10.0.0.%d:%d", i + 1, 7000 + i);
+		REQUIRE(model_new(&spec, "cpu", 1, 8, 100 + (uint64_t)i, &p->m, &err) == 0);
+		x = xmalloc(p->m->d * sizeof(float));
+		for (size_t k = 0; k < p->m->d; k++)
+			x[k] = (float)((k * 7919 + (size_t)i * 104729) % 1000) / 1000.0f - 0.5f;
+		REQUIRE(model_restore(p->m, x, NULL) == 0);
+		free(x);
+		p->up = 1;
+		p->at = -1;
+		p->step = 10 + (uint64_t)i;
+		ops.arg = p;
+		REQUIRE(rounds_new(&cfg, p->m, i == joiner, &ops, &p->r, &err) == 0);
+		rounds_start_at(p->r, p->step);
+	}
+}
+
+static void
+teardown(void)
+{
+	for (int i = 0; i < nq; i++)
+		free(queue[i].buf);
+	nq = 0;
+	for (int i = 0; i < npeers; i++) {
+		rounds_free(peers[i].r);
+		model_free(peers[i].m);
+	}
+	config_free(&cfg);
+}
+
+/* Deliver the queue, and what that sends, in order. */
+static void
+pump(void)
+{
+	while (nq > 0) {
+		struct msg q = queue[0];
+
+		memmove(queue, queue + 1, (size_t)(nq - 1) * sizeof(queue[0]));
+		nq--;
+		if (q.to >= 0 && peers[q.to].up)
+			rounds_recv(peers[q.to].r, now, peers[q.from].addr, q.type, q.buf, q.len);
+		free(q.buf);
+	}
+}
+
+/* Let time pass to t: every deadline asked for by then is run. */
+static void
+advance(double t)
+{
+	now = t;
+	for (int i = 0; i < npeers; i++) {
+		if (peers[i].up && peers[i].at >= 0 && peers[i].at <= now)
+			rounds_timer(peers[i].r, now);
+	}
+}
+
+static void
+step(int i)
+{
+	peers[i].step++;
+	rounds_on_step(peers[i].r, now);
+}
+
+/* A round every interval steps, counted from the start, and none between. */
+static void
+test_interval(void)
+{
+	setup(3, -1);
+	for (int k = 1; k < 4; k++) {
+		step(0);
+		CHECKF(nq == 0 && peers[0].reqs == 0, "a round %d steps after the last", k);
+	}
+	step(0);
+	CHECK(peers[0].reqs == 1);
+	pump();
+	CHECKF(rounds_exchanges(peers[0].r) == 1, "%llu exchanges",
+	    (unsigned long long)rounds_exchanges(peers[0].r));
+	CHECK(peers[0].released >= 1);
+	for (int k = 1; k < 4; k++)
+		step(0);
+	CHECK(peers[0].reqs == 1);
+	step(0);
+	CHECK(peers[0].reqs == 2);
+	pump();
+	CHECK(rounds_exchanges(peers[0].r) == 2);
+	teardown();
+}
+
+/* Every partner answers BUSY (no model yet): two more are tried in the
+ * same round, then it gives up and lets the trainer go; the next round
+ * tries afresh. */
+static void
+test_busy_retries(void)
+{
+	setup(5, -1);
+	for (int i = 1; i < 5; i++)
+		rounds_set_ready(peers[i].r, 0);
+	for (int k = 0; k < 4; k++)
+		step(0);
+	pump();
+	CHECKF(peers[0].reqs == 1 + ROUNDS_BUSY_RETRIES, "%d requests in one round",
+	    peers[0].reqs);
+	CHECK(rounds_exchanges(peers[0].r) == 0);
+	CHECK(peers[0].released >= 1);
+	for (int k = 0; k < 4; k++)
+		step(0);
+	pump();
+	CHECKF(peers[0].reqs == 2 * (1 + ROUNDS_BUSY_RETRIES), "%d requests in two rounds",
+	    peers[0].reqs);
+	teardown();
+}
+
+/* With lag 1 the trainer may not pass the next round's first step while
+ * the exchange runs; its end lets go. */
+static void
+test_lag(void)
+{
+	uint64_t first;
+
+	setup(3, -1);
+	cfg.lag = 1;
+	first = peers[0].step;
+	for (int k = 0; k < 4; k++)
+		step(0);
+	CHECK(peers[0].reqs == 1);
+	CHECKF(pace_holds(rounds_pace(peers[0].r), first + 8),
+	    "not held at the next round's first step");
+	CHECK(!pace_holds(rounds_pace(peers[0].r), first + 7));
+	pump();
+	CHECK(!pace_holds(rounds_pace(peers[0].r), first + 8));
+	CHECK(peers[0].released >= 1);
+	/* A leave never holds the trainer again. */
+	for (int k = 0; k < 4; k++)
+		step(0);
+	rounds_stop(peers[0].r);
+	CHECK(!pace_holds(rounds_pace(peers[0].r), first + 12));
+	teardown();
+}
+
+/* Back to back with no step until the byte budget is spent. */
+static void
+test_closing(void)
+{
+	const struct closing *c;
+
+	setup(3, -1);
+	cfg.close_budget = 2;
+	cfg.close_distance = 1e-12;
+	CHECK(rounds_close_begin(peers[0].r, now) == 1);
+	c = rounds_closing(peers[0].r);
+	CHECK(c->active);
+	for (int k = 0; k < 200 && c->active; k++) {
+		pump();
+		advance(now + 0.01);
+	}
+	CHECKF(!c->active && peers[0].closed == 1 && peers[0].why == CLOSING_BUDGET,
+	    "closing: active %d, closed %d, reason %s", c->active, peers[0].closed,
+	    closing_reason_name(peers[0].why));
+	CHECKF(c->exchanges >= 2, "%llu closing exchanges", (unsigned long long)c->exchanges);
+	CHECK(peers[0].step == 10);
+	teardown();
+
+	/* No member left: over before rounds_close_begin returns. */
+	setup(1, -1);
+	CHECK(rounds_close_begin(peers[0].r, now) == 1);
+	CHECK(peers[0].closed == 1 && peers[0].why == CLOSING_ALONE);
+	CHECK(!rounds_closing(peers[0].r)->active);
+	teardown();
+
+	/* A leave ends it, once. */
+	setup(3, -1);
+	CHECK(rounds_close_begin(peers[0].r, now) == 1);
+	rounds_stop(peers[0].r);
+	rounds_close_end(peers[0].r, now, CLOSING_LEAVE);
+	rounds_close_end(peers[0].r, now, CLOSING_LEAVE);
+	CHECK(peers[0].closed == 1 && peers[0].why == CLOSING_LEAVE);
+	pump();
+	CHECK(peers[0].closed == 1);
+	teardown();
+
+	/* No budget: no phase. */
+	setup(2, -1);
+	cfg.close_budget = 0;
+	CHECK(rounds_close_begin(peers[0].r, now) == 0);
+	teardown();
+}
+
+/* A joiner pulls from the live members, gets the donors' highest step,
+ * then exchanges; before that its steps start nothing. */
+static void
+test_pull(void)
+{
+	setup(4, 0);
+	peers[0].step = 0;
+	step(0);
+	CHECK(peers[0].reqs == 0);
+	rounds_members_changed(peers[0].r, now);
+	CHECK(nq > 0);
+	for (int k = 0; k < 50 && peers[0].pulled == 0; k++) {
+		pump();
+		advance(now + 0.01);
+	}
+	CHECKF(peers[0].pulled == 1, "pulled %d times", peers[0].pulled);
+	CHECKF(peers[0].pulled_step == 13, "pulled at step %llu",
+	    (unsigned long long)peers[0].pulled_step);
+	for (int k = 0; k < 4; k++)
+		step(0);
+	CHECK(peers[0].reqs == 1);
+	pump();
+	CHECK(rounds_exchanges(peers[0].r) == 1);
+	teardown();
+}
+
+int
+main(void)
+{
+	log_set_level(LOG_ERROR);
+	REQUIRE(sodium_init() >= 0);
+	test_interval();
+	test_busy_retries();
+	test_lag();
+	test_closing();
+	test_pull();
+	return check_exit("test_rounds");
+}
