@@ -110,14 +110,10 @@ rounds_gossip_params(struct daemon *d, struct gossip_params *gp)
 {
 	const struct config *c = &d->cfg;
 
-	/* Closing mixes random slices even in mode delta: what is left is
-	 * disagreement with the others, which this peer's own drift does not
-	 * show (there is no training any more: its drift is all but zero). */
 	*gp = (struct gossip_params){ c->mode, c->values, rounds_density(d), (size_t)c->mask_block,
 	    c->seed, c->exchange_timeout };
 	if (d->closing.active) {
-		if (gp->mode == GOSSIP_DELTA)
-			gp->mode = GOSSIP_SAPS;
+		gp->mode = gossip_mode_row(gp->mode)->closes_as;
 		gp->density = c->close_density;
 	}
 }
@@ -250,7 +246,8 @@ rounds_close_begin(struct daemon *d)
 	    (double)wall.tv_sec + (double)wall.tv_nsec * 1e-9, transport_bytes_sent(d->transport));
 	rounds_apply_params(d);
 	log_info("closing: exchanging back to back (density %g) until partners are within %g, "
-	    "%.2f MB are sent or %g s pass", c->mode == GOSSIP_DENSE ? 1.0 : c->close_density,
+	    "%.2f MB are sent or %g s pass",
+	    gossip_mode_density(gossip_mode_row(c->mode)->closes_as, c->close_density),
 	    c->close_distance, (double)cp.budget_bytes / 1e6, c->close_timeout);
 	service_status("closing: exchanging with the job's members before leaving");
 	rounds_close_next(d);
