@@ -26,8 +26,8 @@
 
 #include "attach.h"
 #include "ckpt.h"
+#include "gossip_mode.h"
 #include "log.h"
-#include "mask.h"
 
 #define ATTACH_VERSION 1
 #define ATTACH_MAX_PARAMS 2147483647.0
@@ -340,6 +340,7 @@ attach_refusal(struct attach *a, json_t *req, size_t *d)
 {
 	json_t *v = json_object_get(req, "version"), *n = json_object_get(req, "params");
 	const char *dtype = json_string_value(json_object_get(req, "dtype"));
+	const struct gossip_mode_row *row = gossip_mode_row(a->cfg->mode);
 	struct errbuf why = { "" };
 	double x;
 
@@ -359,8 +360,8 @@ attach_refusal(struct attach *a, json_t *req, size_t *d)
 	if (a->d != 0 && *d != a->d)
 		return control_error("params: %zu announced, but the job's model here has %zu",
 		    *d, a->d);
-	if (a->cfg->mode == GOSSIP_SAPS &&
-	    mask_check(*d, a->cfg->density, (size_t)a->cfg->mask_block, &why) < 0)
+	if (row->check != NULL &&
+	    row->check(*d, a->cfg->density, (size_t)a->cfg->mask_block, &why) < 0)
 		return control_error("density or mask_block do not fit %zu parameters: %s", *d,
 		    why.msg);
 	return NULL;

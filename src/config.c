@@ -23,6 +23,7 @@
 #include "addr.h"
 #include "closing.h"
 #include "data.h"
+#include "gossip_mode.h"
 #include "log.h"
 #include "mask.h"
 #include "model.h"
@@ -38,6 +39,8 @@ enum config_type {
 	CT_BOOL,      /* int 0/1 */
 	CT_ADDR,      /* char *, HOST:PORT by addr_split's rule */
 	CT_ENUM,      /* an enum: the value's place among metavar's A|B|... */
+	CT_CHOICE,    /* an enum: a row of another module's table (config_choices);
+	               * --help shows the rows' names for the metavar */
 	CT_CUSTOM     /* parse() does it */
 };
 
@@ -97,9 +100,8 @@ static const struct config_key config_keys[] = {
 	  "members asked to probe a silent member indirectly (default: 3)" },
 	{ "leave_timeout", 0, "MS", CT_INT, OFF(leave_timeout), 1, 600000, NULL, 0,
 	  "longest wait for members to acknowledge a leave announcement (default: 2000)" },
-	{ "mode", 0, "saps|dense|delta", CT_ENUM, OFF(mode), 0, 0, NULL, 0,
-	  "exchange a sparse random slice (saps), the whole model (dense), or the coordinates "
-	  "that moved most since they were last mixed (delta) (default: delta)" },
+	{ "mode", 0, "MODE", CT_CHOICE, OFF(mode), 0, 0, NULL, 0,
+	  "exchange %s (default: delta)" },
 	{ "values", 0, "fp32|fp16|int8", CT_ENUM, OFF(values), 0, 0, NULL, 1,
 	  "how exchanged values travel; int8 has one scale per 64 values (default: int8)" },
 	{ "density", 0, "X", CT_DOUBLE, OFF(density), 1e-6, 1, NULL, 1,
@@ -236,6 +238,64 @@ config_parse_bool(const char *v, int *out)
 	return -EINVAL;
 }
 
+/*
+ * The names of a CT_CHOICE key are its module's table, not a copy here:
+ * --help shows them in place of the metavar, and each row's about where
+ * the help says %s; a value is a row's name. choice(i, &about) gives row
+ * i's name, NULL past the last.
+ */
+typedef const char *config_choice_fn(int i, const char **about);
+
+static const struct config_choices {
+	const char *key;
+	config_choice_fn *choice;
+} config_choices[] = {
+	{ "mode", gossip_mode_choice },
+};
+
+static config_choice_fn *
+config_choice(const struct config_key *k)
+{
+	for (size_t i = 0; i < GD_ARRAY_SIZE(config_choices); i++) {
+		if (strcmp(config_choices[i].key, k->name) == 0)
+			return config_choices[i].choice;
+	}
+	abort();
+}
+
+/* k's names joined by sep; with about, the rows' abouts as a list ("a, b,
+ * or c"). Cut to n bytes. */
+static void
+config_choice_list(const struct config_key *k, const char *sep, int about, char *buf,
+    size_t n)
+{
+	config_choice_fn *choice = config_choice(k);
+	const char *name, *text, *next;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; (name = choice(i, &text)) != NULL && used < n; i++) {
+		const char *s = i == 0 ? "" : !about ? sep :
+		    choice(i + 1, &next) != NULL ? ", " : i > 1 ? ", or " : " or ";
+
+		used += (size_t)snprintf(buf + used, n - used, "%s%s", s, about ? text : name);
+	}
+}
+
+/* v's row among a CT_CHOICE key's, or -EINVAL. */
+static int
+config_parse_choice(const struct config_key *k, const char *v)
+{
+	config_choice_fn *choice = config_choice(k);
+	const char *name, *about;
+
+	for (int i = 0; (name = choice(i, &about)) != NULL; i++) {
+		if (strcmp(name, v) == 0)
+			return i;
+	}
+	return -EINVAL;
+}
+
 /* v's place among the names "a|b|c", or -EINVAL. */
 static int
 config_parse_enum(const char *names, const char *v)
@@ -259,6 +319,10 @@ config_enum_error(const struct config_key *k, const char *v, struct errbuf *err)
 	char names[128];
 	size_t n = 0;
 
+	if (k->type == CT_CHOICE) {
+		config_choice_list(k, ", ", 0, names, sizeof(names));
+		return errbuf_set(err, -EINVAL, "%s: '%s' is not one of %s", k->name, v, names);
+	}
 	for (const char *p = k->metavar; *p != '\0' && n + 3 < sizeof(names); p++) {
 		if (*p == '|') {
 			names[n++] = ',';
@@ -367,6 +431,11 @@ config_apply(struct config *c, const struct config_key *k, const char *v, struct
 		return 0;
 	case CT_ENUM:
 		if ((rc = config_parse_enum(k->metavar, v)) < 0)
+			return config_enum_error(k, v, err);
+		*(int *)field = rc;
+		return 0;
+	case CT_CHOICE:
+		if ((rc = config_parse_choice(k, v)) < 0)
 			return config_enum_error(k, v, err);
 		*(int *)field = rc;
 		return 0;
@@ -861,19 +930,30 @@ config_usage(const char *prog)
 	    prog);
 	for (size_t i = 0; i < GD_ARRAY_SIZE(config_keys); i++) {
 		const struct config_key *k = &config_keys[i];
-		char left[64], name[40];
+		const char *metavar = k->metavar, *help = k->help, *at;
+		char left[192], name[40], names[128], about[512], text[640];
 		size_t j;
 
 		for (j = 0; k->name[j] && j < sizeof(name) - 1; j++)
 			name[j] = k->name[j] == '_' ? '-' : k->name[j];
 		name[j] = '\0';
+		if (k->type == CT_CHOICE) {
+			config_choice_list(k, "|", 0, names, sizeof(names));
+			metavar = names;
+		}
+		if (k->type == CT_CHOICE && (at = strstr(k->help, "%s")) != NULL) {
+			config_choice_list(k, NULL, 1, about, sizeof(about));
+			snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - k->help), k->help,
+			    about, at + 2);
+			help = text;
+		}
 		if (k->short_opt)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", k->short_opt, name,
-			    k->metavar ? " " : "", k->metavar ? k->metavar : "");
+			    metavar ? " " : "", metavar ? metavar : "");
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", name,
-			    k->metavar ? " " : "", k->metavar ? k->metavar : "");
-		printf("  %-38s %s\n", left, k->help);
+			    metavar ? " " : "", metavar ? metavar : "");
+		printf("  %-38s %s\n", left, help);
 	}
 	printf("  %-38s %s\n", "-h, --help", "print this help and exit");
 	printf("  %-38s %s\n", "-V, --version", "print the version and exit");

@@ -1,13 +1,6 @@
 /*
- * gossip: see gossip.h for the protocol. Layouts (little-endian):
- *
- * REQ    u8 version, u8 mode, u8 values, u8 0, u32 block, u64 nonce, u64 d,
- *        u64 count, f64 density, u64 step | delta: the mask (mask_encode) |
- *        count values
- * REPLY  u8 version, u8 status, u8 values, u8 0, u32 0, u64 nonce,
- *        u64 count, u64 step | count values when status is OK
- * values fp32 or fp16: count of them; int8: per GOSSIP_Q_BLOCK values (the
- *        last block shorter) an f32 scale, then that many int8
+ * gossip: see gossip.h for the protocol, gossip_wire.h for the bytes and
+ * gossip_mode.h for what differs between modes.
  *
  * The responder rebuilds the mask from the REQ's own parameters, so the
  * two sides agree even while `gossipctl set density` is changing one of
@@ -30,19 +23,8 @@
 #include "mask.h"
 #include "wire.h"
 
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-    "values go on the wire as the host's floats: little-endian hosts only");
-
-#define GOSSIP_VERSION 1
-#define GOSSIP_REQ_HEADER 48
-#define GOSSIP_REPLY_HEADER 32
 /* Weight of a new sample in the consensus-distance EWMA. */
 #define GOSSIP_DIST_ALPHA 0.1
-/* int8 values per scale: 64 keeps the scale's cost at 1/16 of a byte per
- * value, and a block's largest value near its typical ones. */
-#define GOSSIP_Q_BLOCK 64
-
-enum { REPLY_OK, REPLY_BUSY, REPLY_REFUSED };
 
 /* Buffers of one role; they grow to the largest exchange and stay. */
 struct gossip_scratch {
@@ -99,19 +81,9 @@ struct gossip_send_ctx {
 	uint64_t nonce;
 };
 
-static const char *const gossip_mode_names[GOSSIP_MODE_N] = {
-	[GOSSIP_SAPS] = "saps", [GOSSIP_DENSE] = "dense", [GOSSIP_DELTA] = "delta",
-};
-
 static const char *const gossip_values_names[GOSSIP_VALUES_N] = {
 	[GOSSIP_FP32] = "fp32", [GOSSIP_FP16] = "fp16", [GOSSIP_INT8] = "int8",
 };
-
-const char *
-gossip_mode_name(enum gossip_mode m)
-{
-	return m < GOSSIP_MODE_N ? gossip_mode_names[m] : "unknown";
-}
 
 const char *
 gossip_values_name(enum gossip_values v)
@@ -147,19 +119,6 @@ gossip_sendable(const float *v, size_t n, enum gossip_values fmt)
 			return 0;
 	}
 	return 1;
-}
-
-size_t
-gossip_values_bytes(enum gossip_values fmt, size_t n)
-{
-	switch (fmt) {
-	case GOSSIP_FP16:
-		return 2 * n;
-	case GOSSIP_INT8:
-		return n + 4 * ((n + GOSSIP_Q_BLOCK - 1) / GOSSIP_Q_BLOCK);
-	default:
-		return 4 * n;
-	}
 }
 
 int
@@ -271,84 +230,6 @@ gossip_reserve(struct gossip_scratch *sc, size_t count, size_t wire_bytes)
 	return 0;
 }
 
-static void
-gossip_int8_put(uint8_t *out, const float *v, size_t n)
-{
-	for (size_t b = 0; b < n; b += GOSSIP_Q_BLOCK) {
-		size_t len = n - b < GOSSIP_Q_BLOCK ? n - b : GOSSIP_Q_BLOCK;
-		float max = 0, scale, inv;
-
-		for (size_t i = 0; i < len; i++)
-			max = fmaxf(max, fabsf(v[b + i]));
-		scale = max / 127.0f;
-		inv = scale > 0 ? 1.0f / scale : 0;
-		memcpy(out, &scale, 4);
-		for (size_t i = 0; i < len; i++) {
-			float q = fminf(fmaxf(rintf(v[b + i] * inv), -127.0f), 127.0f);
-
-			out[4 + i] = (uint8_t)(int8_t)q;
-		}
-		out += 4 + len;
-	}
-}
-
-/* A scale that is not finite gives values that are not: gossip_vet
- * refuses them as it would any others. */
-static void
-gossip_int8_get(float *v, const uint8_t *in, size_t n)
-{
-	for (size_t b = 0; b < n; b += GOSSIP_Q_BLOCK) {
-		size_t len = n - b < GOSSIP_Q_BLOCK ? n - b : GOSSIP_Q_BLOCK;
-		float scale;
-
-		memcpy(&scale, in, 4);
-		for (size_t i = 0; i < len; i++)
-			v[b + i] = (float)(int8_t)in[4 + i] * scale;
-		in += 4 + len;
-	}
-}
-
-static void
-gossip_values_put(uint8_t *out, const float *v, size_t n, enum gossip_values fmt)
-{
-	switch (fmt) {
-	case GOSSIP_FP16:
-		for (size_t i = 0; i < n; i++) {
-			_Float16 h = (_Float16)v[i];
-
-			memcpy(out + 2 * i, &h, 2);
-		}
-		break;
-	case GOSSIP_INT8:
-		gossip_int8_put(out, v, n);
-		break;
-	default:
-		memcpy(out, v, n * sizeof(float));
-		break;
-	}
-}
-
-static void
-gossip_values_get(float *v, const uint8_t *in, size_t n, enum gossip_values fmt)
-{
-	switch (fmt) {
-	case GOSSIP_FP16:
-		for (size_t i = 0; i < n; i++) {
-			_Float16 h;
-
-			memcpy(&h, in + 2 * i, 2);
-			v[i] = (float)h;
-		}
-		break;
-	case GOSSIP_INT8:
-		gossip_int8_get(v, in, n);
-		break;
-	default:
-		memcpy(v, in, n * sizeof(float));
-		break;
-	}
-}
-
 /* Both sides now hold (mine + theirs) / 2 on sc's mask: mode delta's
  * anchor moves there (drift.h). theirs is spent after the mix. */
 static void
@@ -413,15 +294,6 @@ gossip_note_distance(struct gossip *g, double rms, double own_rms)
 		g->distance_rel = gossip_ewma(g->distance_rel, rms / own_rms);
 }
 
-static int
-gossip_build_mask(struct gossip *g, struct gossip_scratch *sc, enum gossip_mode mode,
-    uint64_t nonce, double density, size_t block)
-{
-	if (mode == GOSSIP_DENSE)
-		return mask_dense(&sc->mask, g->m->d);
-	return mask_build(&sc->mask, g->p.seed, nonce, g->m->d, density, block);
-}
-
 static void
 gossip_finish(struct gossip *g, double now, enum gossip_result r, size_t bytes)
 {
@@ -447,68 +319,57 @@ gossip_req_sent(void *arg, int status)
 	free(ctx);
 }
 
-/* The initiator's slice: the mask and its values in g->own; *ilen is the
- * encoded mask's size (mode delta) or 0. */
+/* The initiator's slice: the mask and its values in g->own. A mode that
+ * chooses its mask sends round(density * d) coordinates (at least one). */
 static int
-gossip_slice(struct gossip *g, uint64_t nonce, size_t *ilen)
+gossip_slice(struct gossip *g, const struct gossip_mode_row *row, uint64_t nonce)
 {
 	struct gossip_scratch *sc = &g->own;
 	size_t k;
 	int rc;
 
-	*ilen = 0;
-	if (g->p.mode != GOSSIP_DELTA) {
-		if ((rc = gossip_build_mask(g, sc, g->p.mode, nonce, g->p.density, g->p.block)) < 0 ||
-		    (rc = gossip_reserve(sc, sc->mask.count, GOSSIP_REQ_HEADER +
-		    gossip_values_bytes(g->p.values, sc->mask.count))) < 0)
+	if (row->build != NULL) {
+		if ((rc = row->build(&sc->mask, g->p.seed, nonce, g->m->d, g->p.density,
+		    g->p.block)) < 0 ||
+		    (rc = gossip_reserve(sc, sc->mask.count, gossip_req_max(g->p.mode, g->p.values,
+		    sc->mask.count))) < 0)
 			return rc;
 		return model_gather(g->m, sc->mask.r, sc->mask.n, sc->mine);
 	}
 	k = (size_t)llround(g->p.density * (double)g->m->d);
 	k = k == 0 ? 1 : k > g->m->d ? g->m->d : k;
-	if ((rc = gossip_reserve(sc, k, GOSSIP_REQ_HEADER + mask_wire_max(k) +
-	    gossip_values_bytes(g->p.values, k))) < 0 ||
-	    (rc = drift_select(g->drift, g->m, k, &sc->mask, sc->mine)) < 0)
+	if ((rc = gossip_reserve(sc, k, gossip_req_max(g->p.mode, g->p.values, k))) < 0 ||
+	    (rc = row->select(g->drift, g->m, k, &sc->mask, sc->mine)) < 0)
 		return rc;
-	if (sc->mask.count == 0)
-		return -EAGAIN;
-	*ilen = mask_encode(&sc->mask, sc->wire + GOSSIP_REQ_HEADER);
-	return 0;
+	return sc->mask.count == 0 ? -EAGAIN : 0;
 }
 
 int
 gossip_start(struct gossip *g, double now, const char *addr)
 {
+	const struct gossip_mode_row *row = gossip_mode_row(g->p.mode);
 	struct gossip_send_ctx *ctx;
-	uint64_t nonce, bits;
-	size_t len, ilen;
-	uint8_t *w;
+	struct gossip_req q;
+	uint64_t nonce;
+	size_t len;
 	int rc;
 
 	if (g->active || !g->ready)
 		return -EBUSY;
 	randombytes_buf(&nonce, sizeof(nonce));
-	if ((rc = gossip_slice(g, nonce, &ilen)) < 0)
+	if ((rc = gossip_slice(g, row, nonce)) < 0)
 		return rc;
 	if (!gossip_sendable(g->own.mine, g->own.mask.count, g->p.values)) {
 		g->own_nonfinite++;
 		return -EDOM;
 	}
-	len = GOSSIP_REQ_HEADER + ilen + gossip_values_bytes(g->p.values, g->own.mask.count);
-	w = g->own.wire;
-	memset(w, 0, GOSSIP_REQ_HEADER);
-	w[0] = GOSSIP_VERSION;
-	w[1] = (uint8_t)g->p.mode;
-	w[2] = (uint8_t)g->p.values;
-	wire_put_u32(w + 4, g->p.mode == GOSSIP_DELTA ? 0 : (uint32_t)g->p.block);
-	wire_put_u64(w + 8, nonce);
-	wire_put_u64(w + 16, g->m->d);
-	wire_put_u64(w + 24, g->own.mask.count);
-	memcpy(&bits, &g->p.density, sizeof(bits));
-	wire_put_u64(w + 32, bits);
-	wire_put_u64(w + 40, g->ops.step(g->ops.arg));
-	gossip_values_put(w + GOSSIP_REQ_HEADER + ilen, g->own.mine, g->own.mask.count,
-	    g->p.values);
+	q = (struct gossip_req){ .mode = g->p.mode, .values = g->p.values,
+	    .block = (uint32_t)g->p.block, .nonce = nonce, .d = g->m->d,
+	    .count = g->own.mask.count, .step = g->ops.step(g->ops.arg),
+	    .density = g->p.density };
+	if ((rc = gossip_req_encode(&q, &g->own.mask, g->own.mine, g->own.wire, g->own.wcap,
+	    &len)) < 0)
+		return rc;
 
 	ctx = malloc(sizeof(*ctx));
 	if (ctx == NULL)
@@ -522,7 +383,7 @@ gossip_start(struct gossip *g, double now, const char *addr)
 	g->req_bytes = len;
 	g->active = 1;
 	g->initiated++;
-	rc = g->ops.send(g->ops.arg, addr, GOSSIP_T_REQ, w, len, gossip_req_sent, ctx);
+	rc = g->ops.send(g->ops.arg, addr, GOSSIP_T_REQ, g->own.wire, len, gossip_req_sent, ctx);
 	if (rc < 0) {
 		free(ctx);
 		g->active = 0;
@@ -532,112 +393,106 @@ gossip_start(struct gossip *g, double now, const char *addr)
 	return 0;
 }
 
+/* A REPLY without values: BUSY or REFUSED. */
 static void
-gossip_reply_status(struct gossip *g, const char *to, uint64_t nonce, int status)
+gossip_reply_status(struct gossip *g, const char *to, uint64_t nonce,
+    enum gossip_reply_status status)
 {
+	struct gossip_reply r = { .status = status, .nonce = nonce,
+	    .step = g->ops.step(g->ops.arg) };
 	uint8_t w[GOSSIP_REPLY_HEADER];
+	size_t len;
 
-	memset(w, 0, sizeof(w));
-	w[0] = GOSSIP_VERSION;
-	w[1] = (uint8_t)status;
-	wire_put_u64(w + 8, nonce);
-	wire_put_u64(w + 24, g->ops.step(g->ops.arg));
-	g->ops.send(g->ops.arg, to, GOSSIP_T_REPLY, w, sizeof(w), NULL, NULL);
+	if (gossip_reply_encode(&r, NULL, w, sizeof(w), &len) == 0)
+		g->ops.send(g->ops.arg, to, GOSSIP_T_REPLY, w, len, NULL, NULL);
+}
+
+/* The responder's slice for q in g->serve: the mask, decoded from the REQ
+ * where the initiator chose it, else rebuilt from its parameters, and our
+ * values on it. Returns 0, -EBADMSG when the REQ's indices are malformed
+ * (mask_decode's -EINVAL: nothing else here says EBADMSG), or another
+ * negative errno when this peer refuses it. */
+static int
+gossip_serve_slice(struct gossip *g, const struct gossip_mode_row *row,
+    const struct gossip_req *q)
+{
+	struct gossip_scratch *sc = &g->serve;
+	int rc;
+
+	if (row->build == NULL) {
+		if ((rc = mask_decode(&sc->mask, q->idx, q->ilen, q->count, q->d)) < 0)
+			return rc == -EINVAL ? -EBADMSG : rc;
+	} else if ((rc = row->build(&sc->mask, g->p.seed, q->nonce, q->d, q->density,
+	    q->block)) < 0) {
+		return rc;
+	} else if (sc->mask.count != q->count) {
+		return -ERANGE;
+	}
+	if ((rc = gossip_reserve(sc, q->count, GOSSIP_REPLY_HEADER +
+	    gossip_values_bytes(q->values, q->count))) < 0)
+		return rc;
+	return model_gather(g->m, sc->mask.r, sc->mask.n, sc->mine);
 }
 
 /* Responder: mix the initiator's values in and answer with ours. */
 static void
 gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len)
 {
-	uint64_t nonce, d, count, bits;
-	enum gossip_values fmt;
-	enum gossip_mode mode;
-	size_t block, rlen, vlen, ilen;
+	const struct gossip_mode_row *row;
+	struct gossip_reply r = { .status = GOSSIP_REPLY_OK };
+	struct gossip_req q;
 	struct errbuf why;
-	double density, rms = 0, own_rms = 0;
+	double rms = 0, own_rms = 0;
+	size_t rlen;
 	int rc;
-	uint8_t *w;
 
-	if (len < GOSSIP_REQ_HEADER || buf[0] != GOSSIP_VERSION || buf[1] >= GOSSIP_MODE_N ||
-	    buf[2] >= GOSSIP_VALUES_N) {
+	if (gossip_req_decode(buf, len, &q, &why) < 0) {
+		log_debug("gossip: malformed request from %s: %s", from, why.msg);
 		g->malformed++;
 		return;
 	}
-	mode = (enum gossip_mode)buf[1];
-	fmt = (enum gossip_values)buf[2];
-	block = wire_get_u32(buf + 4);
-	nonce = wire_get_u64(buf + 8);
-	d = wire_get_u64(buf + 16);
-	count = wire_get_u64(buf + 24);
-	bits = wire_get_u64(buf + 32);
-	memcpy(&density, &bits, sizeof(density));
-	/* count <= d bounds the size arithmetic below; only a delta REQ has
-	 * bytes between the header and the values (its mask). */
-	if (count == 0 || count > d || count > len) {
-		g->malformed++;
-		return;
-	}
-	vlen = gossip_values_bytes(fmt, count);
-	ilen = vlen <= len - GOSSIP_REQ_HEADER ? len - GOSSIP_REQ_HEADER - vlen : SIZE_MAX;
-	if (ilen == SIZE_MAX || (mode != GOSSIP_DELTA && ilen != 0)) {
-		g->malformed++;
-		return;
-	}
+	row = gossip_mode_row(q.mode);
 	/* A mask nobody could build: refused before any arithmetic on it. */
-	if (mode == GOSSIP_SAPS && mask_check(d, density, block, &why) < 0) {
+	if (row->check != NULL && row->check(q.d, q.density, q.block, &why) < 0) {
 		g->bad_mask++;
 		log_debug("gossip: refused a request from %s: %s", from, why.msg);
-		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+		gossip_reply_status(g, from, q.nonce, GOSSIP_REPLY_REFUSED);
 		return;
 	}
 	/* A sparse request is served even while our own exchange is in
 	 * flight: two random masks share ~density of their coordinates, and
 	 * an interleaved average is still a convex combination. Refusing
-	 * them cost ~80% of all exchanges with 8 peers. Dense exchanges
-	 * overlap entirely and wait their turn. */
-	if ((g->active && (mode == GOSSIP_DENSE || g->p.mode == GOSSIP_DENSE)) || !g->ready) {
+	 * them cost ~80% of all exchanges with 8 peers. Exchanges that
+	 * overlap entirely wait their turn. */
+	if ((g->active && (row->exclusive || gossip_mode_row(g->p.mode)->exclusive)) ||
+	    !g->ready) {
 		g->busy_out++;
-		gossip_reply_status(g, from, nonce, REPLY_BUSY);
+		gossip_reply_status(g, from, q.nonce, GOSSIP_REPLY_BUSY);
 		return;
 	}
 	/* Another model, or a mask we would not rebuild identically. */
-	if (d != g->m->d) {
+	if (q.d != g->m->d) {
 		g->refused++;
-		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+		gossip_reply_status(g, from, q.nonce, GOSSIP_REPLY_REFUSED);
 		return;
 	}
-	if (mode == GOSSIP_DELTA) {
-		if ((rc = mask_decode(&g->serve.mask, buf + GOSSIP_REQ_HEADER, ilen, count,
-		    d)) == -EINVAL) {
-			g->malformed++;
-			return;
-		}
-		if (rc < 0) {
-			g->refused++;
-			gossip_reply_status(g, from, nonce, REPLY_REFUSED);
-			return;
-		}
-	} else if (gossip_build_mask(g, &g->serve, mode, nonce, density, block) < 0 ||
-	    g->serve.mask.count != count) {
-		g->refused++;
-		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+	if ((rc = gossip_serve_slice(g, row, &q)) == -EBADMSG) {
+		g->malformed++;
 		return;
 	}
-	rlen = GOSSIP_REPLY_HEADER + vlen;
-	if (gossip_reserve(&g->serve, count, rlen) < 0 ||
-	    model_gather(g->m, g->serve.mask.r, g->serve.mask.n, g->serve.mine) < 0) {
+	if (rc < 0) {
 		g->refused++;
-		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+		gossip_reply_status(g, from, q.nonce, GOSSIP_REPLY_REFUSED);
 		return;
 	}
-	if (!gossip_sendable(g->serve.mine, count, fmt)) {
+	if (!gossip_sendable(g->serve.mine, q.count, q.values)) {
 		g->own_nonfinite++;
-		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+		gossip_reply_status(g, from, q.nonce, GOSSIP_REPLY_REFUSED);
 		return;
 	}
-	gossip_values_get(g->serve.theirs, buf + GOSSIP_REQ_HEADER + ilen, count, fmt);
-	if (gossip_vet(g, &g->serve, count, from, &rms, &own_rms) != GOSSIP_REFUSE_N) {
-		gossip_reply_status(g, from, nonce, REPLY_REFUSED);
+	gossip_values_get(g->serve.theirs, q.vals, q.count, q.values);
+	if (gossip_vet(g, &g->serve, q.count, from, &rms, &own_rms) != GOSSIP_REFUSE_N) {
+		gossip_reply_status(g, from, q.nonce, GOSSIP_REPLY_REFUSED);
 		return;
 	}
 	/* -EBUSY: an external trainer holds the model and its queue of
@@ -648,19 +503,16 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 			g->busy_out++;
 		else
 			g->refused++;
-		gossip_reply_status(g, from, nonce, rc == -EBUSY ? REPLY_BUSY : REPLY_REFUSED);
+		gossip_reply_status(g, from, q.nonce, rc == -EBUSY ? GOSSIP_REPLY_BUSY :
+		    GOSSIP_REPLY_REFUSED);
 		return;
 	}
-	w = g->serve.wire;
-	memset(w, 0, GOSSIP_REPLY_HEADER);
-	w[0] = GOSSIP_VERSION;
-	w[1] = REPLY_OK;
-	w[2] = (uint8_t)fmt;
-	wire_put_u64(w + 8, nonce);
-	wire_put_u64(w + 16, count);
-	wire_put_u64(w + 24, g->ops.step(g->ops.arg));
-	gossip_values_put(w + GOSSIP_REPLY_HEADER, g->serve.mine, count, fmt);
-	g->ops.send(g->ops.arg, from, GOSSIP_T_REPLY, w, rlen, NULL, NULL);
+	r.values = (uint8_t)q.values;
+	r.nonce = q.nonce;
+	r.count = q.count;
+	r.step = g->ops.step(g->ops.arg);
+	if (gossip_reply_encode(&r, g->serve.mine, g->serve.wire, g->serve.wcap, &rlen) == 0)
+		g->ops.send(g->ops.arg, from, GOSSIP_T_REPLY, g->serve.wire, rlen, NULL, NULL);
 	gossip_note_distance(g, rms, own_rms);
 	gossip_note_mixed(g, &g->serve);
 	g->served++;
@@ -671,35 +523,34 @@ static void
 gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *buf,
     size_t len)
 {
-	uint64_t nonce, count;
+	struct gossip_reply r;
+	struct errbuf why;
 	double rms = 0, own_rms = 0;
 
-	if (len < GOSSIP_REPLY_HEADER || buf[0] != GOSSIP_VERSION || buf[1] > REPLY_REFUSED) {
+	if (gossip_reply_decode(buf, len, &r, &why) < 0) {
+		log_debug("gossip: malformed reply from %s: %s", from, why.msg);
 		g->malformed++;
 		return;
 	}
-	nonce = wire_get_u64(buf + 8);
 	/* A late answer to an exchange that already timed out, or a forgery
 	 * by another member: not ours to apply. */
-	if (!g->active || nonce != g->nonce || strcmp(from, g->addr) != 0)
+	if (!g->active || r.nonce != g->nonce || strcmp(from, g->addr) != 0)
 		return;
-	if (buf[1] == REPLY_BUSY) {
+	if (r.status == GOSSIP_REPLY_BUSY) {
 		g->busy_in++;
 		gossip_finish(g, now, GOSSIP_BUSY, g->req_bytes + len);
 		return;
 	}
-	count = wire_get_u64(buf + 16);
-	if (buf[1] == REPLY_REFUSED || buf[2] != (uint8_t)g->p.values ||
-	    count != g->own.mask.count ||
-	    len != GOSSIP_REPLY_HEADER + gossip_values_bytes(g->p.values, count)) {
-		if (buf[1] != REPLY_REFUSED)
+	if (r.status == GOSSIP_REPLY_REFUSED ||
+	    gossip_reply_check(&r, g->p.values, g->own.mask.count, &why) < 0) {
+		if (r.status != GOSSIP_REPLY_REFUSED)
 			g->malformed++;
 		g->failed++;
 		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes + len);
 		return;
 	}
-	gossip_values_get(g->own.theirs, buf + GOSSIP_REPLY_HEADER, count, g->p.values);
-	if (gossip_vet(g, &g->own, count, from, &rms, &own_rms) != GOSSIP_REFUSE_N ||
+	gossip_values_get(g->own.theirs, r.vals, r.count, g->p.values);
+	if (gossip_vet(g, &g->own, r.count, from, &rms, &own_rms) != GOSSIP_REFUSE_N ||
 	    model_average_in(g->m, g->own.mask.r, g->own.mask.n, g->own.theirs) < 0) {
 		g->failed++;
 		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes + len);
@@ -707,7 +558,7 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 	}
 	gossip_note_distance(g, rms, own_rms);
 	gossip_note_mixed(g, &g->own);
-	g->partner_step = wire_get_u64(buf + 24);
+	g->partner_step = r.step;
 	g->ok++;
 	gossip_finish(g, now, GOSSIP_OK, g->req_bytes + len);
 }

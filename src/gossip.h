@@ -46,6 +46,8 @@
 
 #include <jansson.h>
 
+#include "gossip_mode.h"	/* the modes, gossip_mode_name */
+#include "gossip_wire.h"	/* gossip_values_bytes */
 #include "kinds.h"	/* enum gossip_mode, enum gossip_values */
 #include "model.h"
 #include "proto.h"
@@ -107,11 +109,8 @@ struct gossip_ops {
 
 struct gossip;
 
-const char *gossip_mode_name(enum gossip_mode m);
 const char *gossip_values_name(enum gossip_values v);
 const char *gossip_refusal_name(enum gossip_refusal r);
-/* Bytes n values take on the wire in fmt. */
-size_t gossip_values_bytes(enum gossip_values fmt, size_t n);
 /* 1 when every one of n values is finite. */
 int gossip_finite(const float *v, size_t n);
 

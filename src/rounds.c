@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "gossip.h"
+#include "gossip_mode.h"
 #include "log.h"
 #include "pace.h"
 #include "pull.h"
@@ -120,14 +121,13 @@ rounds_gossip_params(struct rounds *r, struct gossip_params *gp)
 {
 	const struct config *c = r->cfg;
 
-	/* Closing mixes random slices even in mode delta: what is left is
-	 * disagreement with the others, which this peer's own drift does not
-	 * show (there is no training any more: its drift is all but zero). */
+	/* Closing mixes as its mode's row says (delta: random slices, as
+	 * what is left is disagreement with the others, which this peer's own
+	 * drift does not show: there is no training any more). */
 	*gp = (struct gossip_params){ c->mode, c->values, rounds_density(r), (size_t)c->mask_block,
 	    c->seed, c->exchange_timeout };
 	if (r->closing.active) {
-		if (gp->mode == GOSSIP_DELTA)
-			gp->mode = GOSSIP_SAPS;
+		gp->mode = gossip_mode_row(gp->mode)->closes_as;
 		gp->density = c->close_density;
 	}
 }
@@ -249,7 +249,8 @@ rounds_close_begin(struct rounds *r, double now)
 	    r->ops.bytes_sent(r->ops.arg));
 	rounds_apply_params(r, now);
 	log_info("closing: exchanging back to back (density %g) until partners are within %g, "
-	    "%.2f MB are sent or %g s pass", c->mode == GOSSIP_DENSE ? 1.0 : c->close_density,
+	    "%.2f MB are sent or %g s pass",
+	    gossip_mode_density(gossip_mode_row(c->mode)->closes_as, c->close_density),
 	    c->close_distance, (double)cp.budget_bytes / 1e6, c->close_timeout);
 	rounds_close_next(r, now);
 	return 1;
