@@ -1,5 +1,8 @@
 /*
- * control: see control.h.
+ * control: see control.h. This file owns the connections: each client's
+ * state machine (reading, line framing, deferred replies, EOF, the idle
+ * deadline, eviction) and the server's life cycle; the system calls on
+ * the socket's path and the kernel's socket options are control_sock's.
  *
  * Robustness rules, each from a way a control socket gets abused: a line
  * longer than GD_CONTROL_MAX_LINE gets an error and the connection is shut
@@ -24,17 +27,15 @@
 #include "control.h"
 
 #include <errno.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include "control_sock.h"
 #include "gossipd/control.h"
 #include "log.h"
 
@@ -343,13 +344,10 @@ int
 control_reply_fd(struct control *ctl, uint64_t client, json_t *reply, int fd)
 {
 	struct control_client *cl = control_find(ctl, client);
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct msghdr mh = { 0 };
-	struct cmsghdr *cm;
-	struct iovec iov;
 	uv_os_fd_t sock;
 	uv_buf_t rest;
 	char *s = NULL;
+	size_t len;
 	ssize_t n;
 	int rc = -EPIPE;
 
@@ -364,33 +362,19 @@ control_reply_fd(struct control *ctl, uint64_t client, json_t *reply, int fd)
 		rc = -ENOMEM;
 		goto out;
 	}
-	iov.iov_len = strlen(s) + 1;
-	s[iov.iov_len - 1] = '\n';
-	iov.iov_base = s;
-	memset(cbuf, 0, sizeof(cbuf));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf;
-	mh.msg_controllen = sizeof(cbuf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	do
-		n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0) {
-		rc = n < 0 ? -errno : -EAGAIN;
+	len = strlen(s) + 1;
+	s[len - 1] = '\n';
+	if ((n = control_sock_send_fd(sock, s, len, fd)) < 0) {
+		rc = (int)n;
 		goto out;
 	}
 	rc = 0;
-	if ((size_t)n < iov.iov_len) {
+	if ((size_t)n < len) {
 		struct control_write *w = xmalloc(sizeof(*w));
 
-		w->data = xmalloc(iov.iov_len - (size_t)n);
-		memcpy(w->data, s + n, iov.iov_len - (size_t)n);
-		rest = uv_buf_init(w->data, (unsigned)(iov.iov_len - (size_t)n));
+		w->data = xmalloc(len - (size_t)n);
+		memcpy(w->data, s + n, len - (size_t)n);
+		rest = uv_buf_init(w->data, (unsigned)(len - (size_t)n));
 		if (uv_write(&w->req, (uv_stream_t *)&cl->pipe, &rest, 1, control_write_done) < 0) {
 			free(w->data);
 			free(w);
@@ -422,11 +406,8 @@ control_peer_pid(struct control *ctl, uint64_t client)
 {
 	struct control_client *cl = control_find(ctl, client);
 	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	uv_os_fd_t fd;
 
-	if (cl == NULL || uv_fileno((uv_handle_t *)&cl->pipe, &fd) < 0 ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+	if (cl == NULL || control_sock_cred(&cl->pipe, &cred) < 0)
 		return 0;
 	return (int)cred.pid;
 }
@@ -600,12 +581,8 @@ static int
 control_peer_allowed(uv_pipe_t *pipe)
 {
 	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	uv_os_fd_t fd;
 
-	if (uv_fileno((uv_handle_t *)pipe, &fd) < 0)
-		return 0;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+	if (control_sock_cred(pipe, &cred) < 0)
 		return 0;
 	return cred.uid == getuid() || cred.uid == 0;
 }
@@ -673,65 +650,6 @@ control_connection(uv_stream_t *server, int status)
 	control_deadline_arm(ctl);
 }
 
-/* The socket's directory must be ours alone: anyone who can enter it could
- * replace the socket. */
-static int
-control_prepare_dir(const char *path, struct errbuf *err)
-{
-	char *copy = xstrdup(path), *dir = dirname(copy);
-	struct stat st;
-	int rc = 0;
-
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		rc = errbuf_set(err, -errno, "control: cannot create directory %s: %s", dir,
-		    strerror(errno));
-		goto out;
-	}
-	if (stat(dir, &st) < 0) {
-		rc = errbuf_set(err, -errno, "control: %s: %s", dir, strerror(errno));
-		goto out;
-	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) {
-		rc = errbuf_set(err, -EPERM,
-		    "control: directory %s must be owned by uid %u with mode 0700 (it is %04o)",
-		    dir, (unsigned)getuid(), (unsigned)(st.st_mode & 07777));
-		goto out;
-	}
-out:
-	free(copy);
-	return rc;
-}
-
-/* A socket file left by a crashed peer is removed; a live one is refused. */
-static int
-control_clear_stale(const char *path, struct errbuf *err)
-{
-	struct sockaddr_un sa;
-	struct stat st;
-	int fd, live;
-
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : errbuf_set(err, -errno, "control: %s: %s", path,
-		    strerror(errno));
-	if (!S_ISSOCK(st.st_mode))
-		return errbuf_set(err, -EEXIST, "control: %s exists and is not a socket", path);
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return errbuf_set(err, -errno, "control: socket: %s", strerror(errno));
-	live = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	close(fd);
-	if (live)
-		return errbuf_set(err, -EADDRINUSE,
-		    "control: %s is in use by a running gossipd (choose another --control)", path);
-	if (unlink(path) < 0)
-		return errbuf_set(err, -errno, "control: cannot remove stale %s: %s", path,
-		    strerror(errno));
-	return 0;
-}
-
 int
 control_open(uv_loop_t *loop, const char *path, control_handler_fn fn, void *arg,
     struct control **out, struct errbuf *err)
@@ -740,11 +658,7 @@ control_open(uv_loop_t *loop, const char *path, control_handler_fn fn, void *arg
 	mode_t old;
 	int rc;
 
-	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-		return errbuf_set(err, -ENAMETOOLONG, "control: path %s is too long", path);
-	if ((rc = control_prepare_dir(path, err)) < 0)
-		return rc;
-	if ((rc = control_clear_stale(path, err)) < 0)
+	if ((rc = control_sock_prepare(path, err)) < 0)
 		return rc;
 	ctl = xcalloc(1, sizeof(*ctl));
 	ctl->loop = loop;

@@ -1,18 +1,19 @@
 /*
- * transport: see transport.h; this file is the endpoint layer (the other
- * two are named in transport_int.h). It owns what outlives any one
- * message: the fabric endpoint and the peer table, the send queues and
- * the messages in flight until their ACKs, the deadlines, the life cycle
- * and the counters. Every frame fabric delivers comes in here and is sent
- * to its layer by type. Shaped so:
+ * transport: see transport.h. This file is the endpoint, the top of the
+ * transport's layers (transport_int.h names them all); it owns what
+ * outlives any one message: the fabric endpoint and the peer table, the
+ * send queues and the messages in flight until their ACKs, the
+ * deadlines, the life cycle and the counters. Every frame fabric delivers
+ * comes in here and is sent to its layer by type; the layers below call
+ * back only through their ops tables (sess_ops, frame_ops). Shaped so:
  *
  * - Send callbacks never run inline: finished messages go to a list that a
  *   zero timer drains, so callers can re-enter freely.
  * - Deadlines are checked by a 100 ms timer that runs only while something
  *   is pending, which keeps an idle endpoint asleep. A peer whose deadline
  *   passed, or whose post, send or seal failed in any layer, is failed
- *   whole at that tick (transport_peer_error), not inside the call that
- *   noticed, which may be deep in another layer's work on that peer.
+ *   whole at that tick (peer_error), not inside the call that noticed,
+ *   which may be deep in another layer's work on that peer.
  * - Closing waits for the timers, fabric, the workers and every job a
  *   worker still holds (transport_close_step counts them down).
  */
@@ -25,67 +26,28 @@
 #include "addr.h"
 #include "fabric.h"
 #include "log.h"
+#include "transport.h"
 #include "transport_int.h"
 
 static void on_tick(uv_timer_t *h);
+static void transport_peer_drain(struct transport *t, struct tpeer *p);
+static void transport_close_step(struct transport *t);
+static void on_closed(void *arg);
 
-void
-transport_reject(struct transport *t, enum wire_reject r, const char *why)
+/* Either layer's rejection, counted with the endpoint's own. */
+static void
+transport_reject(void *arg, enum wire_reject r, const char *why)
 {
-	t->rejected[r]++;
-	log_debug("transport: rejected message (%s): %s", wire_reject_name(r),
-	    why);
+	struct transport *t = arg;
+
+	tstats_reject(&t->stats, r, why);
 }
 
-void
+static void
 transport_arm_tick(struct transport *t, uint64_t first_ms)
 {
-	if (t->closing)
-		return;
-	if (first_ms == 0 || !uv_is_active((uv_handle_t *)&t->tick)) {
-		t->tick_due = util_now() + first_ms / 1000.0;
-		uv_timer_start(&t->tick, on_tick, first_ms, TICK_MS);
-	}
-}
-
-/*
- * The clock of every deadline: util_now() less the time this loop stood
- * still (its own work, or the host's), seen as ticks coming late. A peer
- * is not to blame for that time, and what it sent meanwhile is still
- * waiting for the poll phase, which libuv runs after the timers: on the
- * real clock, the first tick after a stall would give up on peers whose
- * answers sit unread.
- */
-double
-transport_now(const struct transport *t)
-{
-	return util_now() - t->stalled;
-}
-
-/*
- * When an operation started at start on len bytes runs out of time. The
- * clock restarts whenever the peer makes progress, so a long backlog to a
- * live peer is fine while a silent one is given up after one timeout.
- */
-double
-transport_deadline(const struct transport *t, double start, double progress,
-    size_t len)
-{
-	return (start > progress ? start : progress) + t->timeout_ms / 1000.0 +
-	    (double)len / (double)TRANSPORT_MIN_RATE;
-}
-
-/*
- * Body bytes one peer may have in flight to another: what bounds the
- * memory an authenticated peer can make us hold, and what a sender keeps
- * to so it never trips that bound (two, so one big message can follow
- * another without a gap). A sender counts until the ACK, the receiver
- * until the body is in, so the receiver never sees more than was sent.
- */
-uint64_t
-transport_body_budget(const struct transport *t)
-{
-	return 2 * wire_body_size(t->ctx.lim.max_message_size);
+	if (!t->closing)
+		tclock_arm(&t->clock, on_tick, first_ms);
 }
 
 static uint64_t
@@ -104,8 +66,8 @@ peer_window_open(const struct transport *t, const struct tpeer *p, size_t len)
 	if (msg_body_bytes(len) == 0)
 		return 1;
 	for (m = p->inflight; m != NULL; m = m->next)
-		busy += msg_body_bytes(m->len);
-	return busy + msg_body_bytes(len) <= transport_body_budget(t);
+		busy += msg_body_bytes(m->fm.len);
+	return busy + msg_body_bytes(len) <= t->frame.body_budget;
 }
 
 /* --- finishing messages ------------------------------------------------ */
@@ -136,7 +98,7 @@ on_dispatch(uv_timer_t *h)
 static void
 msg_finish(struct transport *t, struct tmsg *m, int status)
 {
-	tframe_msg_release(t, m, status);
+	tframe_msg_release(&t->frame, &m->fm, status);
 	m->status = status;
 	m->next = NULL;
 	if (t->done_tail != NULL)
@@ -148,44 +110,53 @@ msg_finish(struct transport *t, struct tmsg *m, int status)
 		uv_timer_start(&t->dispatch, on_dispatch, 0, 0);
 }
 
-/* --- fabric ops --------------------------------------------------------- */
+/* --- fabric ops: the framing's calls ---------------------------------- */
 
 /* Something went wrong with p: it fails at the next tick. */
-void
-transport_peer_error(struct transport *t, struct tpeer *p, int error)
+static void
+peer_error(struct transport *t, struct tpeer *p, int error)
 {
 	p->error = error;
 	transport_arm_tick(t, 0);
 }
 
+static void
+frame_fail(void *arg, struct tframe_peer *fp, int error)
+{
+	peer_error(arg, GD_CONTAINER_OF(fp, struct tpeer, frame), error);
+}
+
 /* Hand op to fabric for p, its bytes counted as type's; a failure leaves
  * the peer failing at the next tick. */
-int
-transport_post(struct transport *t, struct tpeer *p, uint8_t type,
+static int
+frame_post(void *arg, struct tframe_peer *fp, uint8_t type,
     struct fabric_op *op)
 {
+	struct transport *t = arg;
 	int rc = fabric_post(t->fabric, op);
 
 	if (rc != 0) {
-		log_info("transport: cannot post to %s: %s", p->addr,
+		log_info("transport: cannot post to %s: %s", fp->addr,
 		    strerror(-rc));
-		transport_peer_error(t, p, -EHOSTUNREACH);
+		frame_fail(t, fp, -EHOSTUNREACH);
 		return rc;
 	}
-	t->bytes_sent[type] += op->len;
+	t->stats.bytes_sent[type] += op->len;
 	return 0;
 }
 
 /* A send to p in its generation gen came back with status: one the
  * provider failed fails the peer at the next tick. */
-void
-transport_sent(struct transport *t, struct tpeer *p, unsigned gen, int status)
+static void
+frame_sent(void *arg, struct tframe_peer *fp, unsigned gen, int status)
 {
-	if (status == 0 || status == -ECANCELED || t->closing || gen != p->gen)
+	struct transport *t = arg;
+
+	if (status == 0 || status == -ECANCELED || t->closing || gen != fp->gen)
 		return;
-	log_info("transport: send to %s failed: %s", p->addr,
+	log_info("transport: send to %s failed: %s", fp->addr,
 	    strerror(-status));
-	transport_peer_error(t, p, -EHOSTUNREACH);
+	frame_fail(t, fp, -EHOSTUNREACH);
 }
 
 /* --- peers -------------------------------------------------------------- */
@@ -201,7 +172,7 @@ peer_by_addr(struct transport *t, const char *addr)
 	return NULL;
 }
 
-struct tpeer *
+static struct tpeer *
 transport_peer_get(struct transport *t, const char *addr)
 {
 	char host[HOST_MAX], port[PORT_MAX];
@@ -216,30 +187,32 @@ transport_peer_get(struct transport *t, const char *addr)
 	strcpy(p->addr, addr);
 	strcpy(p->host, host);
 	strcpy(p->port, port);
+	p->frame.addr = p->addr;
+	tsess_add(&t->sess, &p->sess, p->addr);
 	p->next = t->peers;
 	t->peers = p;
 	return p;
 }
 
-int
+static int
 transport_peer_insert(struct transport *t, struct tpeer *p)
 {
 	struct errbuf err;
 	int rc;
 
-	if (p->have_fa)
+	if (p->frame.have_fa)
 		return 0;
-	rc = fabric_insert(t->fabric, p->host, p->port, &p->fa, &err);
+	rc = fabric_insert(t->fabric, p->host, p->port, &p->frame.fa, &err);
 	if (rc != 0) {
 		log_info("transport: %s", err.msg);
 		return rc;
 	}
-	p->have_fa = 1;
+	p->frame.have_fa = 1;
 	return 0;
 }
 
 /* Forget the outbound session: fail what waits for ACKs. */
-void
+static void
 transport_peer_reset_out(struct transport *t, struct tpeer *p, int status)
 {
 	struct tmsg *m;
@@ -263,109 +236,167 @@ peer_drop(struct transport *t, struct tpeer *p, int status)
 		msg_finish(t, m, status);
 	}
 	p->queue_tail = NULL;
-	tframe_abandon_bodies(t, p);
+	tframe_abandon_bodies(&t->frame, &p->frame);
 }
 
 /* The peer stopped making progress (or failed): drop everything. */
 static void
 peer_fail(struct transport *t, struct tpeer *p, int status)
 {
-	uint64_t id = p->id;
+	uint64_t id = p->sess.id;
 
 	log_info("transport: peer %s (id %016llx) unreachable: %s", p->addr,
 	    (unsigned long long)id, strerror(-status));
-	p->gen++;
+	p->frame.gen++;
 	p->error = 0;
 	peer_drop(t, p, status);
 	tsess_reset_in(&p->sess);
-	if (p->have_fa) {
-		fabric_remove(t->fabric, p->fa);
-		p->have_fa = 0;
+	if (p->frame.have_fa) {
+		fabric_remove(t->fabric, p->frame.fa);
+		p->frame.have_fa = 0;
 	}
 	if (t->peer_down != NULL)
 		t->peer_down(t->peer_down_arg, p->addr, id, status);
 }
 
 static int
-peer_expired(const struct transport *t, const struct tpeer *p, double now)
+peer_expired(struct transport *t, const struct tpeer *p, double now)
 {
 	const struct tmsg *m;
 
-	if (p->sess.out_state == OUT_HELLO && now > p->sess.hs_deadline)
+	if (p->sess.out_state == OUT_HELLO && now > p->hs_deadline)
 		return 1;
 	/* Once the session is up, a queued message waits for the window,
 	 * which moves with every ACK. */
 	for (m = p->queue; m != NULL; m = m->next)
-		if (now > transport_deadline(t, m->start,
-		    p->sess.out_state == OUT_READY ? p->tx_progress : 0, m->len))
+		if (now > tclock_deadline(&t->clock, m->start,
+		    p->sess.out_state == OUT_READY ? p->tx_progress : 0, m->fm.len))
 			return 1;
 	for (m = p->inflight; m != NULL; m = m->next)
-		if (now > transport_deadline(t, m->start, p->tx_progress, m->len))
+		if (now > tclock_deadline(&t->clock, m->start, p->tx_progress, m->fm.len))
 			return 1;
-	return tframe_bodies_late(t, p, now);
+	return tframe_bodies_late(&t->frame, &p->frame, now);
 }
 
 static void
 on_tick(uv_timer_t *h)
 {
 	struct transport *t = h->data;
+	double now = tclock_tick(&t->clock);
 	struct tpeer *p;
-	double now = util_now(), late = now - t->tick_due;
 	int busy = 0;
 
-	if (late > TICK_MS / 1000.0)
-		t->stalled += late;
-	t->tick_due = now + TICK_MS / 1000.0;
-	now = transport_now(t);
 	for (p = t->peers; p != NULL; p = p->next) {
 		if (p->error != 0)
 			peer_fail(t, p, p->error);
 		else if (peer_expired(t, p, now))
 			peer_fail(t, p, -ETIMEDOUT);
 		if (p->sess.out_state == OUT_HELLO || p->queue != NULL ||
-		    p->inflight != NULL || p->bodies != NULL)
+		    p->inflight != NULL || p->frame.bodies != NULL)
 			busy = 1;
 	}
 	if (!busy)
-		uv_timer_stop(&t->tick);
+		uv_timer_stop(&t->clock.tick);
 }
+
+/* --- the session layer's calls ----------------------------------------- */
+
+#define SESS_PEER(s) GD_CONTAINER_OF(s, struct tpeer, sess)
+
+/* Start the handshake with p; what fails fails p at the next tick. */
+static void
+peer_hello(struct transport *t, struct tpeer *p)
+{
+	int rc;
+
+	p->hs_deadline = tclock_deadline(&t->clock, tclock_now(&t->clock), 0, 0);
+	if ((rc = tsess_start(&t->sess, &p->sess)) != 0) {
+		peer_error(t, p, rc);
+		return;
+	}
+	transport_arm_tick(t, TCLOCK_TICK_MS);
+}
+
+static struct tsess *
+sess_peer(void *arg, const char *addr)
+{
+	struct tpeer *p = transport_peer_get(arg, addr);
+
+	return p != NULL ? &p->sess : NULL;
+}
+
+static int
+sess_reach(void *arg, struct tsess *s)
+{
+	return transport_peer_insert(arg, SESS_PEER(s));
+}
+
+static void
+sess_send(void *arg, struct tsess *s, uint8_t type, const uint8_t *buf,
+    size_t len)
+{
+	struct transport *t = arg;
+
+	tframe_send_frame(&t->frame, &SESS_PEER(s)->frame, type, buf, len);
+}
+
+static void
+sess_out_lost(void *arg, struct tsess *s)
+{
+	struct tpeer *p = SESS_PEER(s);
+
+	transport_peer_reset_out(arg, p, -ECONNRESET);
+	if (p->queue != NULL)
+		peer_hello(arg, p);
+}
+
+static void
+sess_in_new(void *arg, struct tsess *s)
+{
+	struct transport *t = arg;
+
+	tframe_abandon_bodies(&t->frame, &SESS_PEER(s)->frame);
+}
+
+static const struct tsess_ops sess_ops = {
+	.peer = sess_peer,
+	.reach = sess_reach,
+	.send = sess_send,
+	.reject = transport_reject,
+	.out_lost = sess_out_lost,
+	.in_new = sess_in_new,
+};
 
 /* --- receiving ---------------------------------------------------------- */
 
 static void
 send_ack(struct transport *t, struct tpeer *p, uint64_t acked)
 {
-	struct wire_header h;
 	uint8_t frame[WIRE_HEADER_SIZE + WIRE_ACK_SIZE + WIRE_MAC_SIZE];
-	uint8_t pl[WIRE_ACK_SIZE];
 
-	tframe_header(t, &p->sess.in, WIRE_T_ACK, WIRE_ACK_SIZE, &h);
-	h.flags = WIRE_F_INLINE;
-	wire_header_encode(&h, frame);
-	wire_put_u64(pl, acked);
-	if (session_seal(&p->sess.in, frame, h.seq, 0, pl, sizeof(pl),
-	    frame + WIRE_HEADER_SIZE) != 0) {
+	if (tsess_seal_ack(&t->sess, &p->sess, acked, frame) != 0) {
 		log_warn("transport: cannot seal an ack to %s", p->addr);
 		return;
 	}
-	tframe_send_frame(t, p, WIRE_T_ACK, frame, sizeof(frame));
+	tframe_send_frame(&t->frame, &p->frame, WIRE_T_ACK, frame, sizeof(frame));
 }
 
 /* Hand a message that passed every check to its protocol, then ACK it. */
-void
-transport_deliver(struct transport *t, struct tpeer *p,
-    const struct wire_header *h, const uint8_t *payload, size_t wire_bytes)
+static void
+frame_deliver(void *arg, struct tframe_peer *fp, const struct wire_header *h,
+    const uint8_t *payload, size_t wire_bytes)
 {
-	const struct transport_route *r;
+	struct tpeer *p = GD_CONTAINER_OF(fp, struct tpeer, frame);
+	struct transport *t = arg;
+	const struct tstats_route *r;
 
-	t->bytes_recv[h->type] += wire_bytes;
-	t->msgs_recv++;
-	p->rx_progress = transport_now(t);
+	t->stats.bytes_recv[h->type] += wire_bytes;
+	t->stats.msgs_recv++;
 	/* The ACK goes after the handler: a reply it sends is on the wire
 	 * first, so a request-reply round trip does not wait for an ACK's
 	 * sealing and posting on either side (and a handler that closed the
 	 * transport gets none sent). */
-	r = &t->routes[h->type];
+	r = &t->stats.routes[h->type];
 	if (r->recv == NULL)
 		log_debug("message type %u of %" PRIu64 " bytes from %016" PRIx64
 		    " at %s: no handler", h->type, h->payload_len, h->sender, p->addr);
@@ -376,6 +407,36 @@ transport_deliver(struct transport *t, struct tpeer *p,
 		send_ack(t, p, h->seq);
 }
 
+static const struct tframe_ops frame_ops = {
+	.post = frame_post,
+	.sent = frame_sent,
+	.fail = frame_fail,
+	.reject = transport_reject,
+	.deliver = frame_deliver,
+	.job_back = on_closed,
+};
+
+static void
+on_hello(struct transport *t, const uint8_t *buf, size_t len,
+    const struct wire_header *h)
+{
+	if (tsess_on_hello(&t->sess, buf, len, h) == 0)
+		t->stats.bytes_recv[WIRE_T_HELLO] += len;
+}
+
+/* Our outbound session is up: what waited for it goes out. */
+static void
+on_hello_ack(struct transport *t, const uint8_t *buf, size_t len,
+    const struct wire_header *h)
+{
+	struct tsess *s;
+
+	if (tsess_on_hello_ack(&t->sess, buf, len, h, &s) != 0)
+		return;
+	t->stats.bytes_recv[WIRE_T_HELLO_ACK] += len;
+	transport_peer_drain(t, SESS_PEER(s));
+}
+
 /* An ACK retires the message it names and lets the queue move on. */
 static void
 on_ack(struct transport *t, const uint8_t *buf, size_t len,
@@ -383,21 +444,40 @@ on_ack(struct transport *t, const uint8_t *buf, size_t len,
 {
 	uint8_t pl[WIRE_ACK_SIZE];
 	struct tmsg *m, **pm;
+	struct tsess *s;
 	struct tpeer *p;
 	uint64_t seq;
 
-	if (tsess_open_ack(t, buf, h, pl, &p) != 0)
+	if (tsess_open_ack(&t->sess, buf, h, pl, &s) != 0)
 		return;
-	p->tx_progress = transport_now(t);
-	t->bytes_recv[WIRE_T_ACK] += len;
+	p = SESS_PEER(s);
+	p->tx_progress = tclock_now(&t->clock);
+	t->stats.bytes_recv[WIRE_T_ACK] += len;
 	seq = wire_get_u64(pl);
 	for (pm = &p->inflight; (m = *pm) != NULL; pm = &m->next)
-		if (m->seq == seq) {
+		if (m->fm.seq == seq) {
 			*pm = m->next;
 			msg_finish(t, m, 0);
 			transport_peer_drain(t, p);
 			return;
 		}
+}
+
+/* An application's frame, opened in its sender's inbound session: a body
+ * it announces has a deadline to watch. */
+static void
+on_app(struct transport *t, size_t len, const struct wire_header *h,
+    const uint8_t *buf)
+{
+	struct tsess *s;
+	struct tpeer *p;
+
+	if (tsess_open_frame(&t->sess, buf, h, t->frame.scratch, &s) != 0)
+		return;
+	p = SESS_PEER(s);
+	tframe_recv(&t->frame, &p->frame, &p->sess.in, len, h);
+	if (p->frame.bodies != NULL)
+		transport_arm_tick(t, TCLOCK_TICK_MS);
 }
 
 /* Frames by type; what is not named here is an application's. */
@@ -406,8 +486,8 @@ static const struct {
 	void	(*on)(struct transport *t, const uint8_t *buf, size_t len,
 		    const struct wire_header *h);
 } frame_handlers[] = {
-	{ WIRE_T_HELLO,		tsess_on_hello },
-	{ WIRE_T_HELLO_ACK,	tsess_on_hello_ack },
+	{ WIRE_T_HELLO,		on_hello },
+	{ WIRE_T_HELLO_ACK,	on_hello_ack },
 	{ WIRE_T_ACK,		on_ack },
 };
 
@@ -444,7 +524,7 @@ on_frame(void *arg, const uint8_t *buf, size_t len, int status)
 			frame_handlers[i].on(t, buf, len, &h);
 			return;
 		}
-	tframe_recv(t, buf, len, &h);
+	on_app(t, len, &h, buf);
 }
 
 /* --- sending ------------------------------------------------------------ */
@@ -454,23 +534,26 @@ on_frame(void *arg, const uint8_t *buf, size_t len, int status)
 static void
 msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
 {
-	m->next = m->peer->inflight;
-	m->peer->inflight = m;
-	tframe_msg_post(t, m, src);
+	struct tpeer *p = m->peer;
+
+	m->next = p->inflight;
+	p->inflight = m;
+	if (tframe_msg_post(&t->frame, &m->fm, &p->sess.out, src) == 0)
+		t->stats.msgs_sent++;
 }
 
 /* Post what the queue holds, in order, as far as the window allows. */
-void
+static void
 transport_peer_drain(struct transport *t, struct tpeer *p)
 {
 	struct tmsg *m;
 
 	while ((m = p->queue) != NULL && p->sess.out_state == OUT_READY &&
-	    peer_window_open(t, p, m->len)) {
+	    peer_window_open(t, p, m->fm.len)) {
 		p->queue = m->next;
 		if (p->queue == NULL)
 			p->queue_tail = NULL;
-		msg_post(t, m, m->plain);
+		msg_post(t, m, m->fm.plain);
 	}
 }
 
@@ -493,26 +576,27 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 		return -EINVAL;
 	m = xcalloc(1, sizeof(*m));
 	m->peer = p;
-	m->type = type;
-	m->len = len;
+	m->fm.peer = &p->frame;
+	m->fm.type = type;
+	m->fm.len = len;
 	m->cb = cb;
 	m->arg = arg;
-	m->start = transport_now(t);
+	m->start = tclock_now(&t->clock);
 	now = p->sess.out_state == OUT_READY && p->queue == NULL &&
 	    peer_window_open(t, p, len);
 	if (len > WIRE_INLINE_MAX) {
-		if (tframe_body_new(t, m, now ? NULL : payload) != 0) {
+		if (tframe_body_new(&t->frame, &m->fm, now ? NULL : payload) != 0) {
 			free(m);
 			return -ENOMEM;
 		}
 	} else if (!now && len > 0) {
-		if ((m->plain = malloc(len)) == NULL) {
+		if ((m->fm.plain = malloc(len)) == NULL) {
 			free(m);
 			return -ENOMEM;
 		}
-		memcpy(m->plain, payload, len);
+		memcpy(m->fm.plain, payload, len);
 	}
-	transport_arm_tick(t, TICK_MS);
+	transport_arm_tick(t, TCLOCK_TICK_MS);
 	if (now) {
 		msg_post(t, m, payload);
 		return 0;
@@ -523,7 +607,7 @@ transport_send(struct transport *t, const char *peer, uint8_t type,
 		p->queue = m;
 	p->queue_tail = m;
 	if (p->sess.out_state == OUT_NONE)
-		tsess_start(t, p);
+		peer_hello(t, p);
 	return 0;
 }
 
@@ -566,12 +650,16 @@ transport_open(uv_loop_t *loop, const struct transport_params *p,
 	t->peer_down = peer_down;
 	t->peer_down_arg = arg;
 	strcpy(t->listen, p->listen);
-	t->timeout_ms = p->op_timeout_ms ? p->op_timeout_ms :
-	    TRANSPORT_DEFAULT_TIMEOUT_MS;
 	if (session_ctx_init(&t->ctx, p->key, p->job, p->self_id, maxsz) != 0) {
 		rc = errbuf_set(err, -EIO, "libsodium failed to initialise");
 		goto out_ctx;
 	}
+	t->sess = (struct tsess_layer){ .ctx = &t->ctx, .listen = t->listen,
+	    .ops = &sess_ops, .arg = t };
+	t->frame.sess = &t->sess;
+	t->frame.ops = &frame_ops;
+	t->frame.arg = t;
+	t->frame.clock = &t->clock;
 	if ((rc = tframe_init(&t->frame, loop, maxsz, p->threads, err)) != 0)
 		goto out_ctx;
 	memset(&fp, 0, sizeof(fp));
@@ -582,10 +670,12 @@ transport_open(uv_loop_t *loop, const struct transport_params *p,
 	fp.rx_depth = RX_DEPTH;
 	if ((rc = fabric_open(loop, &fp, on_frame, t, &t->fabric, err)) != 0)
 		goto out_frame;
-	uv_timer_init(loop, &t->tick);
+	t->frame.fabric = t->fabric;
+	tclock_init(&t->clock, loop, p->op_timeout_ms ? p->op_timeout_ms :
+	    TRANSPORT_DEFAULT_TIMEOUT_MS, TRANSPORT_MIN_RATE, t);
 	uv_timer_init(loop, &t->dispatch);
-	t->tick.data = t->dispatch.data = t;
-	transport_arm_tick(t, TICK_MS);
+	t->dispatch.data = t;
+	transport_arm_tick(t, TCLOCK_TICK_MS);
 	*out = t;
 	return 0;
 out_frame:
@@ -598,7 +688,7 @@ out_ctx:
 }
 
 /* One thing transport_close waits for is done; the last frees t. */
-void
+static void
 transport_close_step(struct transport *t)
 {
 	struct tpeer *p;
@@ -640,12 +730,13 @@ transport_close(struct transport *t, void (*cb)(void *arg), void *arg)
 	for (p = t->peers; p != NULL; p = p->next)
 		peer_drop(t, p, -ECANCELED);
 	t->closing = 1;
+	tframe_stop(&t->frame);
 	t->close_cb = cb;
 	t->close_arg = arg;
 	on_dispatch(&t->dispatch);
 	/* Every job a worker holds comes back (transport_close_step). */
 	t->close_pending = 4 + t->frame.jobs;
-	uv_close((uv_handle_t *)&t->tick, on_timer_closed);
+	uv_close((uv_handle_t *)&t->clock.tick, on_timer_closed);
 	uv_close((uv_handle_t *)&t->dispatch, on_timer_closed);
 	fabric_close(t->fabric, on_closed, t);
 	tframe_close(&t->frame, on_closed, t);
@@ -657,98 +748,23 @@ int
 transport_register(struct transport *t, const struct proto *p, proto_recv_fn recv,
     void *arg, struct errbuf *err)
 {
-	/* WIRE_TYPE_APP_MAX is the largest uint8_t */
-	if (p->first < WIRE_TYPE_APP_MIN || p->first > p->last || recv == NULL)
-		return errbuf_set(err, -EINVAL, "%s: types %u..%u are not application types",
-		    p->name, p->first, p->last);
-	for (unsigned i = p->first; i <= p->last; i++) {
-		if (t->routes[i].proto != NULL)
-			return errbuf_set(err, -EEXIST, "%s: type %u is %s's", p->name, i,
-			    t->routes[i].proto->name);
-	}
-	for (unsigned i = p->first; i <= p->last; i++)
-		t->routes[i] = (struct transport_route){ p, recv, arg };
-	return 0;
-}
-
-static uint64_t
-transport_sum(const uint64_t by_type[256])
-{
-	uint64_t n = 0;
-
-	for (int i = 0; i < 256; i++)
-		n += by_type[i];
-	return n;
+	return tstats_register(&t->stats, p, recv, arg, err);
 }
 
 uint64_t
 transport_bytes_sent(const struct transport *t)
 {
-	return transport_sum(t->bytes_sent);
+	return tstats_sum(t->stats.bytes_sent);
 }
 
 uint64_t
 transport_bytes_received(const struct transport *t)
 {
-	return transport_sum(t->bytes_recv);
-}
-
-
-static json_t *
-bytes_json(const struct transport *t, const uint64_t *v)
-{
-	json_t *o = json_object();
-	uint64_t total = 0;
-	char name[16];
-	const char *n;
-	int i;
-
-	if (o == NULL)
-		return NULL;
-	for (i = 1; i < 256; i++) {
-		if (v[i] == 0)
-			continue;
-		if ((n = proto_type_name(t->routes[i].proto, (uint8_t)i)) == NULL &&
-		    (n = wire_type_name((uint8_t)i)) == NULL) {
-			snprintf(name, sizeof(name), "type_%u", (unsigned)(uint8_t)i);
-			n = name;
-		}
-		json_object_set_new(o, n, json_integer((json_int_t)v[i]));
-		total += v[i];
-	}
-	json_object_set_new(o, "total", json_integer((json_int_t)total));
-	return o;
+	return tstats_sum(t->stats.bytes_recv);
 }
 
 int
 transport_stats_json(const struct transport *t, json_t *obj)
 {
-	json_t *rej = json_object(), *sent, *recv;
-	uint64_t total = 0;
-	int i;
-
-	if (rej == NULL)
-		return -ENOMEM;
-	for (i = 0; i < WIRE_REJ_COUNT; i++) {
-		json_object_set_new(rej, wire_reject_name(i),
-		    json_integer((json_int_t)t->rejected[i]));
-		total += t->rejected[i];
-	}
-	json_object_set_new(rej, "total", json_integer((json_int_t)total));
-	sent = bytes_json(t, t->bytes_sent);
-	recv = bytes_json(t, t->bytes_recv);
-	if (sent == NULL || recv == NULL) {
-		json_decref(rej);
-		json_decref(sent);
-		json_decref(recv);
-		return -ENOMEM;
-	}
-	json_object_set_new(obj, "rejected", rej);
-	json_object_set_new(obj, "bytes_sent", sent);
-	json_object_set_new(obj, "bytes_received", recv);
-	json_object_set_new(obj, "messages_sent",
-	    json_integer((json_int_t)t->msgs_sent));
-	json_object_set_new(obj, "messages_received",
-	    json_integer((json_int_t)t->msgs_recv));
-	return 0;
+	return tstats_json(&t->stats, obj);
 }

@@ -14,7 +14,7 @@
 #include <sodium.h>
 
 #include "log.h"
-#include "transport_int.h"
+#include "transport_frame.h"
 
 /* Workers that help the loop thread seal one body, at most. */
 #define TX_HELPERS	4
@@ -49,9 +49,9 @@ struct txhelper {
  */
 struct txop {
 	struct fabric_op	op;	/* first: fabric hands it back */
-	struct transport	*t;
-	struct tpeer		*peer;
-	struct tmsg		*msg;	/* NULL once the message is finished */
+	struct tframe		*f;
+	struct tframe_peer	*peer;
+	struct tframe_msg	*msg;	/* NULL once the message is finished */
 	unsigned		gen;	/* peer generation it was sent in */
 	uint8_t			type;
 	uint32_t		nchunks;	/* 0: a frame */
@@ -86,8 +86,8 @@ struct rxchunk {
  * (held 0) and it is done with.
  */
 struct rxbody {
-	struct transport	*t;
-	struct tpeer		*peer;
+	struct tframe		*f;
+	struct tframe_peer	*peer;
 	struct rxbody		*next;
 	struct wire_header	h;
 	struct session_bodykey	key;
@@ -113,6 +113,7 @@ tframe_init(struct tframe *f, uv_loop_t *loop, uint64_t max_message_size,
 	    wire_body_size(max_message_size));
 	pthread_mutex_init(&f->seal_mu, NULL);
 	pthread_cond_init(&f->seal_cv, NULL);
+	f->body_budget = 2 * wire_body_size(max_message_size);
 	rc = workers_open(loop, threads < 0 ? 0 : threads > 0 ?
 	    (unsigned)threads : workers_default_count(), &f->workers, err);
 	if (rc != 0)
@@ -129,64 +130,56 @@ tframe_free(struct tframe *f)
 }
 
 void
+tframe_stop(struct tframe *f)
+{
+	f->closing = 1;
+}
+
+void
 tframe_close(struct tframe *f, void (*cb)(void *arg), void *arg)
 {
 	workers_close(f->workers, cb, arg);
 }
 
-/* A job came back from a worker; the last thing it touches of t. */
+/* A job came back from a worker; the last thing it touches of f. */
 static void
-job_done(struct transport *t)
+job_done(struct tframe *f)
 {
-	t->frame.jobs--;
-	if (t->closing)
-		transport_close_step(t);
+	f->jobs--;
+	if (f->closing)
+		f->ops->job_back(f->arg);
 }
 
 static void
-job_submit(struct transport *t, struct workers_job *j, workers_fn work,
+job_submit(struct tframe *f, struct workers_job *j, workers_fn work,
     workers_fn done)
 {
 	j->work = work;
 	j->done = done;
-	t->frame.jobs++;
-	workers_submit(t->frame.workers, j);
-}
-
-void
-tframe_header(const struct transport *t, struct session *s, uint8_t type,
-    uint64_t len, struct wire_header *h)
-{
-	memset(h, 0, sizeof(*h));
-	h->version = WIRE_VERSION;
-	h->type = type;
-	h->job = t->ctx.lim.job;
-	h->sender = t->ctx.self_id;
-	h->receiver = s->peer_id;
-	h->seq = session_next_seq(s);
-	h->payload_len = len;
+	f->jobs++;
+	workers_submit(f->workers, j);
 }
 
 /* --- buffers on their way out ------------------------------------------- */
 
 /* The peer fails at the next tick for want of memory or a seal. */
 static void
-seal_failed(struct transport *t, struct tpeer *p, size_t len, int rc)
+seal_failed(struct tframe *f, struct tframe_peer *p, size_t len, int rc)
 {
 	log_warn("transport: cannot seal %zu bytes: %s", len, strerror(-rc));
-	transport_peer_error(t, p, rc);
+	f->ops->fail(f->arg, p, rc);
 }
 
 /* Bodies come from and go back to the buffer cache; plaintext that was
  * never sealed is wiped first, as any copy of a payload. */
 static void
-txop_free(struct transport *t, struct txop *x)
+txop_free(struct tframe *f, struct txop *x)
 {
 	if (x->unsealed > 0)
 		sodium_memzero(x->data, x->op.len);
 	session_bodykey_wipe(&x->key);
 	free(x->chunks);
-	bufcache_put(&t->frame.bufs, x, sizeof(*x) + x->op.len);
+	bufcache_put(&f->bufs, x, sizeof(*x) + x->op.len);
 }
 
 static void
@@ -197,19 +190,19 @@ on_tx_done(struct fabric_op *op, int status, size_t len)
 	(void)len;
 	if (x->msg != NULL)
 		x->msg->frame = NULL;
-	transport_sent(x->t, x->peer, x->gen, status);
-	txop_free(x->t, x);
+	x->f->ops->sent(x->f->arg, x->peer, x->gen, status);
+	txop_free(x->f, x);
 }
 
 /* A chunk of body x came back from a worker or fabric. */
 static void
-body_unhold(struct transport *t, struct txop *x)
+body_unhold(struct tframe *f, struct txop *x)
 {
 	if (--x->held > 0)
 		return;
 	if (x->msg != NULL)
 		x->msg->body = NULL;
-	txop_free(t, x);
+	txop_free(f, x);
 }
 
 static void
@@ -218,19 +211,19 @@ on_chunk_sent(struct fabric_op *op, int status, size_t len)
 	struct txop *x = ((struct txchunk *)op)->x;
 
 	(void)len;
-	transport_sent(x->t, x->peer, x->gen, status);
-	body_unhold(x->t, x);
+	x->f->ops->sent(x->f->arg, x->peer, x->gen, status);
+	body_unhold(x->f, x);
 }
 
 static struct txop *
-txop_new(struct transport *t, struct tpeer *p, uint8_t type, size_t size)
+txop_new(struct tframe *f, struct tframe_peer *p, uint8_t type, size_t size)
 {
-	struct txop *x = bufcache_get(&t->frame.bufs, sizeof(*x) + size);
+	struct txop *x = bufcache_get(&f->bufs, sizeof(*x) + size);
 
 	if (x == NULL)
 		return NULL;
 	memset(x, 0, sizeof(*x));
-	x->t = t;
+	x->f = f;
 	x->peer = p;
 	x->gen = p->gen;
 	x->type = type;
@@ -244,14 +237,14 @@ txop_new(struct transport *t, struct tpeer *p, uint8_t type, size_t size)
 /* Post x, or note the failure for the next tick; x is gone either way
  * from the caller's point of view except through its message. */
 static int
-txop_post(struct transport *t, struct txop *x)
+txop_post(struct tframe *f, struct txop *x)
 {
-	int rc = transport_post(t, x->peer, x->type, &x->op);
+	int rc = f->ops->post(f->arg, x->peer, x->type, &x->op);
 
 	if (rc != 0) {
 		if (x->msg != NULL)
 			x->msg->frame = NULL;
-		txop_free(t, x);
+		txop_free(f, x);
 	}
 	return rc;
 }
@@ -270,15 +263,15 @@ body_chunk(struct txop *x, uint32_t i)
  * straight from the caller's buffer.
  */
 int
-tframe_body_new(struct transport *t, struct tmsg *m, const uint8_t *src)
+tframe_body_new(struct tframe *f, struct tframe_msg *m, const uint8_t *src)
 {
 	uint32_t i, n = wire_chunk_count(m->len);
-	struct txop *x = txop_new(t, m->peer, m->type, wire_body_size(m->len));
+	struct txop *x = txop_new(f, m->peer, m->type, wire_body_size(m->len));
 
 	if (x == NULL)
 		return -ENOMEM;
 	if ((x->chunks = calloc(n, sizeof(*x->chunks))) == NULL) {
-		txop_free(t, x);
+		txop_free(f, x);
 		return -ENOMEM;
 	}
 	x->nchunks = x->unsealed = n;
@@ -291,10 +284,10 @@ tframe_body_new(struct transport *t, struct tmsg *m, const uint8_t *src)
 }
 
 void
-tframe_send_frame(struct transport *t, struct tpeer *p, uint8_t type,
+tframe_send_frame(struct tframe *f, struct tframe_peer *p, uint8_t type,
     const uint8_t *buf, size_t len)
 {
-	struct txop *x = txop_new(t, p, type, len);
+	struct txop *x = txop_new(f, p, type, len);
 
 	if (x == NULL) {
 		log_warn("transport: out of memory sending to %s", p->addr);
@@ -302,25 +295,25 @@ tframe_send_frame(struct transport *t, struct tpeer *p, uint8_t type,
 	}
 	memcpy(x->data, buf, len);
 	x->op.kind = FABRIC_OP_SEND;
-	txop_post(t, x);
+	txop_post(f, x);
 }
 
 /* Give up on what fabric still holds of body x; it frees itself once
  * fabric let go of all of it. */
 static void
-body_cancel(struct transport *t, struct txop *x)
+body_cancel(struct tframe *f, struct txop *x)
 {
 	uint32_t i;
 
 	for (i = 0; i < x->nchunks; i++)
-		if (fabric_cancel(t->fabric, &x->chunks[i].op) == 1)
+		if (fabric_cancel(f->fabric, &x->chunks[i].op) == 1)
 			x->held--;
 	if (x->held == 0)
-		txop_free(t, x);
+		txop_free(f, x);
 }
 
 static void
-msg_wipe_plain(struct tmsg *m)
+msg_wipe_plain(struct tframe_msg *m)
 {
 	if (m->plain == NULL)
 		return;
@@ -330,22 +323,22 @@ msg_wipe_plain(struct tmsg *m)
 }
 
 void
-tframe_msg_release(struct transport *t, struct tmsg *m, int status)
+tframe_msg_release(struct tframe *f, struct tframe_msg *m, int status)
 {
 	struct txop *x;
 
 	if ((x = m->frame) != NULL) {
 		x->msg = NULL;
 		m->frame = NULL;
-		if (status != 0 && !t->closing &&
-		    fabric_cancel(t->fabric, &x->op) == 1)
-			txop_free(t, x);
+		if (status != 0 && !f->closing &&
+		    fabric_cancel(f->fabric, &x->op) == 1)
+			txop_free(f, x);
 	}
 	if ((x = m->body) != NULL) {
 		x->msg = NULL;
 		m->body = NULL;
-		if (status != 0 && !t->closing)
-			body_cancel(t, x);
+		if (status != 0 && !f->closing)
+			body_cancel(f, x);
 	}
 	msg_wipe_plain(m);
 }
@@ -366,7 +359,7 @@ chunk_seal(struct txop *x, uint32_t i)
 /* Chunk c was sealed (rc 0) or not: post it, unless its message or its
  * peer's session is gone meanwhile, and let go of it. */
 static void
-chunk_ready(struct transport *t, struct txchunk *c, int rc)
+chunk_ready(struct tframe *f, struct txchunk *c, int rc)
 {
 	struct txop *x = c->x;
 
@@ -374,25 +367,25 @@ chunk_ready(struct transport *t, struct txchunk *c, int rc)
 	x->nposted++;
 	if (rc == 0)
 		x->unsealed--;
-	if (x->msg != NULL && !t->closing && x->gen == x->peer->gen) {
+	if (x->msg != NULL && !f->closing && x->gen == x->peer->gen) {
 		if (rc != 0)
-			seal_failed(t, x->peer, c->op.len, rc);
-		else if (transport_post(t, x->peer, x->type, &c->op) == 0)
+			seal_failed(f, x->peer, c->op.len, rc);
+		else if (f->ops->post(f->arg, x->peer, x->type, &c->op) == 0)
 			x->held++;
 	}
-	body_unhold(t, x);
+	body_unhold(f, x);
 }
 
 /* Under seal_mu: the next chunk of x nobody took yet, or UINT32_MAX. */
 static uint32_t
-body_claim(struct transport *t, struct txop *x)
+body_claim(struct tframe *f, struct txop *x)
 {
 	uint32_t i = UINT32_MAX;
 
-	pthread_mutex_lock(&t->frame.seal_mu);
+	pthread_mutex_lock(&f->seal_mu);
 	if (x->claimed < x->nchunks)
 		i = x->claimed++;
-	pthread_mutex_unlock(&t->frame.seal_mu);
+	pthread_mutex_unlock(&f->seal_mu);
 	return i;
 }
 
@@ -402,11 +395,11 @@ static void
 body_help(struct workers_job *j)
 {
 	struct txop *x = GD_CONTAINER_OF(j, struct txhelper, job)->x;
-	struct tframe *f = &x->t->frame;
+	struct tframe *f = x->f;
 	uint32_t i;
 	int rc;
 
-	while ((i = body_claim(x->t, x)) != UINT32_MAX) {
+	while ((i = body_claim(f, x)) != UINT32_MAX) {
 		rc = chunk_seal(x, i);
 		pthread_mutex_lock(&f->seal_mu);
 		x->chunks[i].rc = rc;
@@ -420,17 +413,16 @@ static void
 body_helped(struct workers_job *j)
 {
 	struct txop *x = GD_CONTAINER_OF(j, struct txhelper, job)->x;
-	struct transport *t = x->t;
+	struct tframe *f = x->f;
 
-	body_unhold(t, x);
-	job_done(t);
+	body_unhold(f, x);
+	job_done(f);
 }
 
 /* Post the chunks of x the workers sealed; with wait, until all are. */
 static void
-body_post_sealed(struct transport *t, struct txop *x, int wait)
+body_post_sealed(struct tframe *f, struct txop *x, int wait)
 {
-	struct tframe *f = &t->frame;
 	uint32_t i;
 
 	pthread_mutex_lock(&f->seal_mu);
@@ -440,7 +432,7 @@ body_post_sealed(struct transport *t, struct txop *x, int wait)
 				break;
 		if (i < x->nchunks) {
 			pthread_mutex_unlock(&f->seal_mu);
-			chunk_ready(t, &x->chunks[i], x->chunks[i].rc);
+			chunk_ready(f, &x->chunks[i], x->chunks[i].rc);
 			pthread_mutex_lock(&f->seal_mu);
 		} else if (wait && x->nposted < x->nchunks)
 			pthread_cond_wait(&f->seal_cv, &f->seal_mu);
@@ -464,17 +456,17 @@ body_post_sealed(struct transport *t, struct txop *x, int wait)
  * posted.
  */
 static void
-body_post(struct transport *t, struct tmsg *m, struct txop *x,
-    struct wire_header *h, const uint8_t *src)
+body_post(struct tframe *f, struct tframe_msg *m, struct txop *x,
+    struct session *out, struct wire_header *h, const uint8_t *src)
 {
-	struct tpeer *p = m->peer;
-	unsigned k, nhelp = workers_count(t->frame.workers);
+	struct tframe_peer *p = m->peer;
+	unsigned k, nhelp = workers_count(f->workers);
 	uint32_t i;
 
 	x->gen = p->gen;
 	x->seq = h->seq;
 	x->src = src;
-	session_bodykey_get(&p->sess.out, 1, &x->key);
+	session_bodykey_get(out, 1, &x->key);
 	x->held++;	/* x stays while this runs */
 	for (i = 0; i < x->nchunks; i++) {
 		struct txchunk *c = &x->chunks[i];
@@ -487,7 +479,7 @@ body_post(struct transport *t, struct tmsg *m, struct txop *x,
 		c->op.buf = body_chunk(x, i);
 		c->op.len = wire_chunk_len(m->len, i) + WIRE_MAC_SIZE;
 		c->op.addr = p->fa;
-		c->op.tag = session_body_tag(&p->sess.out, h->seq, i, 1);
+		c->op.tag = session_body_tag(out, h->seq, i, 1);
 		x->held++;
 	}
 	if (nhelp > TX_HELPERS)
@@ -495,70 +487,71 @@ body_post(struct transport *t, struct tmsg *m, struct txop *x,
 	for (k = 0; k < nhelp && k + 1 < x->nchunks; k++) {
 		x->helpers[k].x = x;
 		x->held++;
-		job_submit(t, &x->helpers[k].job, body_help, body_helped);
+		job_submit(f, &x->helpers[k].job, body_help, body_helped);
 	}
-	while ((i = body_claim(t, x)) != UINT32_MAX) {
-		chunk_ready(t, &x->chunks[i], chunk_seal(x, i));
-		body_post_sealed(t, x, 0);
+	while ((i = body_claim(f, x)) != UINT32_MAX) {
+		chunk_ready(f, &x->chunks[i], chunk_seal(x, i));
+		body_post_sealed(f, x, 0);
 	}
-	body_post_sealed(t, x, 1);
+	body_post_sealed(f, x, 1);
 	x->src = NULL;
-	body_unhold(t, x);
+	body_unhold(f, x);
 }
 
 /* Seal m's frame under the outbound session and post it and its body. The
  * caller has put m in flight: from here a failure leaves the body to the
  * message, which the peer's failure at the next tick finishes. */
-void
-tframe_msg_post(struct transport *t, struct tmsg *m, const uint8_t *src)
+int
+tframe_msg_post(struct tframe *f, struct tframe_msg *m, struct session *out,
+    const uint8_t *src)
 {
-	struct tpeer *p = m->peer;
+	struct tframe_peer *p = m->peer;
 	struct wire_header h;
 	struct txop *fr;
 	uint32_t n = 0;
 	int rc;
 
-	tframe_header(t, &p->sess.out, m->type, m->len, &h);
+	tsess_header(f->sess, out, m->type, m->len, &h);
 	m->seq = h.seq;
 	if (m->len <= WIRE_INLINE_MAX) {
 		h.flags = WIRE_F_INLINE;
-		fr = txop_new(t, p, m->type, WIRE_HEADER_SIZE + m->len +
+		fr = txop_new(f, p, m->type, WIRE_HEADER_SIZE + m->len +
 		    WIRE_MAC_SIZE);
 	} else {
 		n = h.chunk_count = m->body->nchunks;
-		fr = txop_new(t, p, m->type, WIRE_HEADER_SIZE + WIRE_MAC_SIZE);
+		fr = txop_new(f, p, m->type, WIRE_HEADER_SIZE + WIRE_MAC_SIZE);
 	}
 	if (fr == NULL) {
-		seal_failed(t, p, m->len, -ENOMEM);
-		return;
+		seal_failed(f, p, m->len, -ENOMEM);
+		return -ENOMEM;
 	}
 	wire_header_encode(&h, fr->data);
-	if ((rc = session_seal(&p->sess.out, fr->data, h.seq, 0, src,
+	if ((rc = session_seal(out, fr->data, h.seq, 0, src,
 	    n > 0 ? 0 : m->len, fr->data + WIRE_HEADER_SIZE)) != 0) {
-		txop_free(t, fr);
-		seal_failed(t, p, m->len, rc);
-		return;
+		txop_free(f, fr);
+		seal_failed(f, p, m->len, rc);
+		return rc;
 	}
 	fr->op.kind = FABRIC_OP_SEND;
 	fr->msg = m;
 	m->frame = fr;
-	if (txop_post(t, fr) != 0)
-		return;
-	t->msgs_sent++;
+	if ((rc = txop_post(f, fr)) != 0)
+		return rc;
 	if (n > 0)
-		body_post(t, m, m->body, &h, src);
+		body_post(f, m, m->body, out, &h, src);
 	msg_wipe_plain(m);
+	return 0;
 }
 
 /* --- bodies on their way in --------------------------------------------- */
 
 /* Free b once fabric gave back every receive it was handed. */
 static void
-body_release(struct transport *t, struct rxbody *b)
+body_release(struct tframe *f, struct rxbody *b)
 {
 	if (b->held > 0)
 		return;
-	bufcache_put(&t->frame.bufs, b->buf, (size_t)b->h.payload_len);
+	bufcache_put(&f->bufs, b->buf, (size_t)b->h.payload_len);
 	session_bodykey_wipe(&b->key);
 	free(b);
 }
@@ -566,37 +559,37 @@ body_release(struct transport *t, struct rxbody *b)
 /* Give up on b: unlinked already, its receives cancelled, freed once
  * fabric let go of them. */
 static void
-body_abandon(struct transport *t, struct rxbody *b)
+body_abandon(struct tframe *f, struct rxbody *b)
 {
 	uint32_t i;
 
 	b->next = NULL;
 	b->abandoned = 1;
 	for (i = 0; i < b->h.chunk_count; i++)
-		if (fabric_cancel(t->fabric, &b->chunks[i].op) == 1)
+		if (fabric_cancel(f->fabric, &b->chunks[i].op) == 1)
 			b->held--;
-	body_release(t, b);
+	body_release(f, b);
 }
 
 void
-tframe_abandon_bodies(struct transport *t, struct tpeer *p)
+tframe_abandon_bodies(struct tframe *f, struct tframe_peer *p)
 {
 	struct rxbody *b;
 
 	while ((b = p->bodies) != NULL) {
 		p->bodies = b->next;
-		body_abandon(t, b);
+		body_abandon(f, b);
 	}
 }
 
 int
-tframe_bodies_late(const struct transport *t, const struct tpeer *p,
+tframe_bodies_late(const struct tframe *f, const struct tframe_peer *p,
     double now)
 {
 	const struct rxbody *b;
 
 	for (b = p->bodies; b != NULL; b = b->next)
-		if (now > transport_deadline(t, b->start, p->rx_progress,
+		if (now > tclock_deadline(f->clock, b->start, p->rx_progress,
 		    b->size))
 			return 1;
 	return 0;
@@ -631,23 +624,23 @@ static void
 chunk_done(struct rxchunk *c)
 {
 	struct rxbody *b = c->b;
-	struct transport *t = b->t;
-	struct tpeer *p = b->peer;
+	struct tframe *f = b->f;
+	struct tframe_peer *p = b->peer;
 
 	b->held--;
-	if (b->abandoned || t->closing) {
-		body_release(t, b);
+	if (b->abandoned || f->closing) {
+		body_release(f, b);
 	} else if (c->rc != 0) {
-		transport_reject(t, WIRE_REJ_BAD_MAC, "body chunk");
+		f->ops->reject(f->arg, WIRE_REJ_BAD_MAC, "body chunk");
 		body_unlink(b);
-		body_abandon(t, b);
+		body_abandon(f, b);
 	} else {
-		p->rx_progress = transport_now(t);
+		p->rx_progress = tclock_now(f->clock);
 		if (++b->opened == b->h.chunk_count) {
 			body_unlink(b);
-			transport_deliver(t, p, &b->h, b->buf, WIRE_HEADER_SIZE +
+			f->ops->deliver(f->arg, p, &b->h, b->buf, WIRE_HEADER_SIZE +
 			    WIRE_MAC_SIZE + b->size);
-			body_release(t, b);
+			body_release(f, b);
 		}
 	}
 }
@@ -656,10 +649,10 @@ static void
 chunk_opened(struct workers_job *j)
 {
 	struct rxchunk *c = GD_CONTAINER_OF(j, struct rxchunk, job);
-	struct transport *t = c->b->t;
+	struct tframe *f = c->b->f;
 
 	chunk_done(c);
-	job_done(t);
+	job_done(f);
 }
 
 /* Chunk c of its body landed: open it in place, on a worker when one is
@@ -670,40 +663,40 @@ on_chunk(struct fabric_op *op, int status, size_t len)
 {
 	struct rxchunk *c = (struct rxchunk *)op;
 	struct rxbody *b = c->b;
-	struct transport *t = b->t;
+	struct tframe *f = b->f;
 	struct wire_header h = b->h;
 
 	b->held--;
-	if (b->abandoned || t->closing) {
-		body_release(t, b);
+	if (b->abandoned || f->closing) {
+		body_release(f, b);
 		return;
 	}
 	if (status != 0 || len != op->len + WIRE_MAC_SIZE) {
 		if (status == 0)
-			transport_reject(t, WIRE_REJ_MALFORMED, "truncated body chunk");
+			f->ops->reject(f->arg, WIRE_REJ_MALFORMED, "truncated body chunk");
 		else if (status != -ECANCELED)
-			transport_reject(t, status == -EMSGSIZE ? WIRE_REJ_OVERSIZE :
+			f->ops->reject(f->arg, status == -EMSGSIZE ? WIRE_REJ_OVERSIZE :
 			    WIRE_REJ_MALFORMED, "body chunk did not arrive whole");
 		body_unlink(b);
-		body_abandon(t, b);
+		body_abandon(f, b);
 		return;
 	}
 	h.chunk_index = c->index + 1;
 	wire_header_encode(&h, c->ad);
 	b->held++;
-	if (!workers_idle(t->frame.workers)) {
+	if (!workers_idle(f->workers)) {
 		chunk_open(&c->job);
 		chunk_done(c);
 		return;
 	}
-	job_submit(t, &c->job, chunk_open, chunk_opened);
+	job_submit(f, &c->job, chunk_open, chunk_opened);
 }
 
 /* Post a receive for every chunk of b, each into its place. */
 static int
-body_post_chunks(struct transport *t, struct rxbody *b)
+body_post_chunks(struct tframe *f, struct rxbody *b, struct session *in)
 {
-	struct tpeer *p = b->peer;
+	struct tframe_peer *p = b->peer;
 	uint32_t i;
 	int rc;
 
@@ -722,8 +715,8 @@ body_post_chunks(struct transport *t, struct rxbody *b)
 		op->len = wire_chunk_len(b->h.payload_len, i);
 		op->buf2 = b->macs + (size_t)i * WIRE_MAC_SIZE;
 		op->len2 = WIRE_MAC_SIZE;
-		op->tag = session_body_tag(&p->sess.in, b->h.seq, i, 0);
-		if ((rc = fabric_post(t->fabric, op)) != 0)
+		op->tag = session_body_tag(in, b->h.seq, i, 0);
+		if ((rc = fabric_post(f->fabric, op)) != 0)
 			return rc;
 		b->held++;
 	}
@@ -731,50 +724,46 @@ body_post_chunks(struct transport *t, struct rxbody *b)
 }
 
 void
-tframe_recv(struct transport *t, const uint8_t *buf, size_t len,
-    const struct wire_header *h)
+tframe_recv(struct tframe *f, struct tframe_peer *p, struct session *in,
+    size_t len, const struct wire_header *h)
 {
-	struct tpeer *p;
 	struct rxbody *b;
 	uint64_t pending;
 	int rc;
 
-	if (tsess_open_frame(t, buf, h, t->frame.scratch, &p) != 0)
-		return;
+	p->rx_progress = tclock_now(f->clock);
 	if (h->flags & WIRE_F_INLINE) {
-		transport_deliver(t, p, h, t->frame.scratch, len);
+		f->ops->deliver(f->arg, p, h, f->scratch, len);
 		return;
 	}
-	p->rx_progress = transport_now(t);
 	pending = 0;
 	for (b = p->bodies; b != NULL; b = b->next)
 		pending += b->size;
-	if (pending + wire_body_size(h->payload_len) > transport_body_budget(t)) {
-		transport_reject(t, WIRE_REJ_OVERSIZE, "bodies in flight over the budget");
+	if (pending + wire_body_size(h->payload_len) > f->body_budget) {
+		f->ops->reject(f->arg, WIRE_REJ_OVERSIZE, "bodies in flight over the budget");
 		return;
 	}
 	b = xcalloc(1, sizeof(*b) + h->chunk_count * (sizeof(b->chunks[0]) +
 	    WIRE_MAC_SIZE));
 	b->macs = (uint8_t *)&b->chunks[h->chunk_count];
 	b->size = (size_t)wire_body_size(h->payload_len);
-	b->t = t;
+	b->f = f;
 	b->peer = p;
 	b->h = *h;
-	b->start = transport_now(t);
-	if ((b->buf = bufcache_get(&t->frame.bufs, (size_t)h->payload_len)) == NULL) {
+	b->start = tclock_now(f->clock);
+	if ((b->buf = bufcache_get(&f->bufs, (size_t)h->payload_len)) == NULL) {
 		log_warn("transport: no memory for a %zu byte body from %s",
 		    b->size, p->addr);
 		free(b);
 		return;
 	}
-	session_bodykey_get(&p->sess.in, 0, &b->key);
-	if ((rc = body_post_chunks(t, b)) != 0) {
+	session_bodykey_get(in, 0, &b->key);
+	if ((rc = body_post_chunks(f, b, in)) != 0) {
 		log_warn("transport: cannot post a body receive: %s",
 		    strerror(-rc));
-		body_abandon(t, b);
+		body_abandon(f, b);
 		return;
 	}
 	b->next = p->bodies;
 	p->bodies = b;
-	transport_arm_tick(t, TICK_MS);
 }

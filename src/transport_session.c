@@ -4,32 +4,36 @@
  * their ACKs) and the inbound one (theirs: their messages, our ACKs), so
  * either side can start over without the other losing what it sent. The
  * handshake's cryptography is session.c's; this file decides when to run
- * it and what a HELLO does to the sessions already held.
+ * it and what a HELLO does to the sessions already held. The peers it
+ * scans for the session a frame came in are its own list, so that it
+ * needs nothing of the endpoint's peer table but the ops.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "log.h"
-#include "transport_int.h"
+#include "transport_session.h"
 
 void
-tsess_start(struct transport *t, struct tpeer *p)
+tsess_add(struct tsess_layer *l, struct tsess *s, const char *addr)
 {
-	struct tsess *s = &p->sess;
+	s->addr = addr;
+	s->next = l->all;
+	l->all = s;
+}
 
-	if (transport_peer_insert(t, p) != 0) {
-		transport_peer_error(t, p, -EHOSTUNREACH);
-		return;
-	}
-	if (session_hello_make(&t->ctx, &s->hs, t->listen,
-	    s->in_ready ? s->in_stamp : 0) != 0) {
-		transport_peer_error(t, p, -EINVAL);
-		return;
-	}
+int
+tsess_start(struct tsess_layer *l, struct tsess *s)
+{
+	if (l->ops->reach(l->arg, s) != 0)
+		return -EHOSTUNREACH;
+	if (session_hello_make(l->ctx, &s->hs, l->listen,
+	    s->in_ready ? s->in_stamp : 0) != 0)
+		return -EINVAL;
 	s->out_state = OUT_HELLO;
 	s->out_hello = s->hs.stamp;
-	s->hs_deadline = transport_deadline(t, transport_now(t), 0, 0);
-	tframe_send_frame(t, p, WIRE_T_HELLO, s->hs.hello, s->hs.hello_len);
-	transport_arm_tick(t, TICK_MS);
+	l->ops->send(l->arg, s, WIRE_T_HELLO, s->hs.hello, s->hs.hello_len);
+	return 0;
 }
 
 void
@@ -59,90 +63,120 @@ tsess_reset_in(struct tsess *s)
  * compared across hosts); a restarted peer names nothing and is newer.
  */
 static int
-hello_keeps_out(const struct tpeer *p, const struct wire_header *h,
+hello_keeps_out(const struct tsess *s, const struct wire_header *h,
     const struct wire_hello *hl)
 {
-	if (p->sess.out_state != OUT_READY)
+	if (s->out_state != OUT_READY)
 		return 1;
-	if (p->id != h->sender)
+	if (s->id != h->sender)
 		return 0;
-	return hl->held == p->sess.out_hello || hl->stamp < p->sess.out_acked;
+	return hl->held == s->out_hello || hl->stamp < s->out_acked;
 }
 
-void
-tsess_on_hello(struct transport *t, const uint8_t *buf, size_t len,
+int
+tsess_on_hello(struct tsess_layer *l, const uint8_t *buf, size_t len,
     const struct wire_header *h)
 {
 	uint8_t ack[SESSION_HELLO_FRAME_MAX];
 	struct wire_hello hl;
 	struct session in;
-	struct tpeer *p;
+	struct tsess *s;
 	size_t ack_len;
+	int rc;
 
-	if (session_hello_accept(&t->ctx, buf, len, h, t->listen, &hl, &in,
+	if (session_hello_accept(l->ctx, buf, len, h, l->listen, &hl, &in,
 	    ack, &ack_len) != 0) {
-		transport_reject(t, WIRE_REJ_HANDSHAKE, "hello failed authentication");
-		return;
+		l->ops->reject(l->arg, WIRE_REJ_HANDSHAKE, "hello failed authentication");
+		return -EBADMSG;
 	}
-	if ((p = transport_peer_get(t, hl.addr)) == NULL) {
-		transport_reject(t, WIRE_REJ_HANDSHAKE, "hello with a bad address");
+	if ((s = l->ops->peer(l->arg, hl.addr)) == NULL) {
+		l->ops->reject(l->arg, WIRE_REJ_HANDSHAKE, "hello with a bad address");
+		rc = -EINVAL;
 		goto out;
 	}
-	if (hl.stamp <= p->sess.in_stamp) {
-		transport_reject(t, WIRE_REJ_REPLAY, "old hello");
+	if (hl.stamp <= s->in_stamp) {
+		l->ops->reject(l->arg, WIRE_REJ_REPLAY, "old hello");
+		rc = -EALREADY;
 		goto out;
 	}
-	if (transport_peer_insert(t, p) != 0) {
-		transport_reject(t, WIRE_REJ_HANDSHAKE, "hello from an unreachable address");
+	if ((rc = l->ops->reach(l->arg, s)) != 0) {
+		l->ops->reject(l->arg, WIRE_REJ_HANDSHAKE, "hello from an unreachable address");
 		goto out;
 	}
-	if (!hello_keeps_out(p, h, &hl)) {
+	if (!hello_keeps_out(s, h, &hl)) {
 		log_debug("transport: %s said hello without our session: "
-		    "resetting ours", p->addr);
-		transport_peer_reset_out(t, p, -ECONNRESET);
-		if (p->queue != NULL)
-			tsess_start(t, p);
+		    "resetting ours", s->addr);
+		l->ops->out_lost(l->arg, s);
 	}
-	tframe_abandon_bodies(t, p);
-	p->sess.in_stamp = hl.stamp;
-	p->id = h->sender;
-	p->sess.in = in;
-	p->sess.in_ready = 1;
-	log_debug("transport: inbound session from %s: %s", p->addr,
-	    aead_name(p->sess.in.suite));
-	t->bytes_recv[WIRE_T_HELLO] += len;
-	tframe_send_frame(t, p, WIRE_T_HELLO_ACK, ack, ack_len);
+	l->ops->in_new(l->arg, s);
+	s->in_stamp = hl.stamp;
+	s->id = h->sender;
+	s->in = in;
+	s->in_ready = 1;
+	log_debug("transport: inbound session from %s: %s", s->addr,
+	    aead_name(s->in.suite));
+	l->ops->send(l->arg, s, WIRE_T_HELLO_ACK, ack, ack_len);
 out:
 	session_wipe(&in);
+	return rc;
+}
+
+int
+tsess_on_hello_ack(struct tsess_layer *l, const uint8_t *buf, size_t len,
+    const struct wire_header *h, struct tsess **out)
+{
+	struct wire_hello hl;
+	struct session sess;
+	struct tsess *s;
+
+	for (s = l->all; s != NULL; s = s->next)
+		if (s->out_state == OUT_HELLO && session_hello_finish(l->ctx,
+		    &s->hs, buf, len, h, &hl, &sess) == 0)
+			break;
+	if (s == NULL) {
+		l->ops->reject(l->arg, WIRE_REJ_HANDSHAKE, "hello_ack matches no hello");
+		return -ENOTCONN;
+	}
+	if (s->id != 0 && s->id != h->sender && s->in_ready)
+		tsess_reset_in(s);
+	s->id = h->sender;
+	s->out = sess;
+	session_wipe(&sess);
+	s->out_acked = hl.stamp;
+	s->out_state = OUT_READY;
+	log_debug("transport: outbound session to %s: %s", s->addr,
+	    aead_name(s->out.suite));
+	*out = s;
+	return 0;
 }
 
 void
-tsess_on_hello_ack(struct transport *t, const uint8_t *buf, size_t len,
-    const struct wire_header *h)
+tsess_header(const struct tsess_layer *l, struct session *s, uint8_t type,
+    uint64_t len, struct wire_header *h)
 {
-	struct wire_hello hl;
-	struct session out;
-	struct tpeer *p;
+	memset(h, 0, sizeof(*h));
+	h->version = WIRE_VERSION;
+	h->type = type;
+	h->job = l->ctx->lim.job;
+	h->sender = l->ctx->self_id;
+	h->receiver = s->peer_id;
+	h->seq = session_next_seq(s);
+	h->payload_len = len;
+}
 
-	for (p = t->peers; p != NULL; p = p->next)
-		if (p->sess.out_state == OUT_HELLO && session_hello_finish(&t->ctx,
-		    &p->sess.hs, buf, len, h, &hl, &out) == 0)
-			break;
-	if (p == NULL) {
-		transport_reject(t, WIRE_REJ_HANDSHAKE, "hello_ack matches no hello");
-		return;
-	}
-	if (p->id != 0 && p->id != h->sender && p->sess.in_ready)
-		tsess_reset_in(&p->sess);
-	p->id = h->sender;
-	p->sess.out = out;
-	session_wipe(&out);
-	p->sess.out_acked = hl.stamp;
-	p->sess.out_state = OUT_READY;
-	log_debug("transport: outbound session to %s: %s", p->addr,
-	    aead_name(p->sess.out.suite));
-	t->bytes_recv[WIRE_T_HELLO_ACK] += len;
-	transport_peer_drain(t, p);
+int
+tsess_seal_ack(const struct tsess_layer *l, struct tsess *s, uint64_t acked,
+    uint8_t frame[WIRE_HEADER_SIZE + WIRE_ACK_SIZE + WIRE_MAC_SIZE])
+{
+	struct wire_header h;
+	uint8_t pl[WIRE_ACK_SIZE];
+
+	tsess_header(l, &s->in, WIRE_T_ACK, WIRE_ACK_SIZE, &h);
+	h.flags = WIRE_F_INLINE;
+	wire_header_encode(&h, frame);
+	wire_put_u64(pl, acked);
+	return session_seal(&s->in, frame, h.seq, 0, pl, sizeof(pl),
+	    frame + WIRE_HEADER_SIZE);
 }
 
 /*
@@ -151,17 +185,17 @@ tsess_on_hello_ack(struct transport *t, const uint8_t *buf, size_t len,
  * rejected is the reason's, why names it in the log.
  */
 static int
-frame_open(struct transport *t, struct session *s, const uint8_t *buf,
+frame_open(struct tsess_layer *l, struct session *s, const uint8_t *buf,
     const struct wire_header *h, size_t text_len, uint8_t *plain,
     const char *why_replay, const char *why_mac)
 {
 	if (session_replay_check(s, h->seq) != 0) {
-		transport_reject(t, WIRE_REJ_REPLAY, why_replay);
+		l->ops->reject(l->arg, WIRE_REJ_REPLAY, why_replay);
 		return -EALREADY;
 	}
 	if (session_open(s, buf, h->seq, 0, buf + WIRE_HEADER_SIZE,
 	    text_len + WIRE_MAC_SIZE, plain) != 0) {
-		transport_reject(t, WIRE_REJ_BAD_MAC, why_mac);
+		l->ops->reject(l->arg, WIRE_REJ_BAD_MAC, why_mac);
 		return -EBADMSG;
 	}
 	session_replay_update(s, h->seq);
@@ -169,44 +203,43 @@ frame_open(struct transport *t, struct session *s, const uint8_t *buf,
 }
 
 int
-tsess_open_ack(struct transport *t, const uint8_t *buf,
-    const struct wire_header *h, uint8_t pl[WIRE_ACK_SIZE], struct tpeer **out)
+tsess_open_ack(struct tsess_layer *l, const uint8_t *buf,
+    const struct wire_header *h, uint8_t pl[WIRE_ACK_SIZE], struct tsess **out)
 {
-	struct tpeer *p;
+	struct tsess *s;
 
-	for (p = t->peers; p != NULL; p = p->next)
-		if (p->sess.out_state == OUT_READY &&
-		    p->sess.out.peer_id == h->sender)
+	for (s = l->all; s != NULL; s = s->next)
+		if (s->out_state == OUT_READY && s->out.peer_id == h->sender)
 			break;
-	if (p == NULL) {
-		transport_reject(t, WIRE_REJ_UNKNOWN_SENDER, "ack from no session");
+	if (s == NULL) {
+		l->ops->reject(l->arg, WIRE_REJ_UNKNOWN_SENDER, "ack from no session");
 		return -ENOTCONN;
 	}
 	if (h->payload_len != WIRE_ACK_SIZE) {
-		transport_reject(t, WIRE_REJ_MALFORMED, "ack of the wrong size");
+		l->ops->reject(l->arg, WIRE_REJ_MALFORMED, "ack of the wrong size");
 		return -EBADMSG;
 	}
-	*out = p;
-	return frame_open(t, &p->sess.out, buf, h, WIRE_ACK_SIZE, pl,
+	*out = s;
+	return frame_open(l, &s->out, buf, h, WIRE_ACK_SIZE, pl,
 	    "ack sequence seen", "ack");
 }
 
 int
-tsess_open_frame(struct transport *t, const uint8_t *buf,
-    const struct wire_header *h, uint8_t *plain, struct tpeer **out)
+tsess_open_frame(struct tsess_layer *l, const uint8_t *buf,
+    const struct wire_header *h, uint8_t *plain, struct tsess **out)
 {
 	int inl = (h->flags & WIRE_F_INLINE) != 0;
-	struct tpeer *p;
+	struct tsess *s;
 
-	for (p = t->peers; p != NULL; p = p->next)
-		if (p->sess.in_ready && p->sess.in.peer_id == h->sender)
+	for (s = l->all; s != NULL; s = s->next)
+		if (s->in_ready && s->in.peer_id == h->sender)
 			break;
-	if (p == NULL) {
-		transport_reject(t, WIRE_REJ_UNKNOWN_SENDER, "no session with sender");
+	if (s == NULL) {
+		l->ops->reject(l->arg, WIRE_REJ_UNKNOWN_SENDER, "no session with sender");
 		return -ENOTCONN;
 	}
-	*out = p;
+	*out = s;
 	/* A body announcement carries no text: its MAC covers the header. */
-	return frame_open(t, &p->sess.in, buf, h, inl ? h->payload_len : 0,
+	return frame_open(l, &s->in, buf, h, inl ? h->payload_len : 0,
 	    plain, "sequence seen", inl ? "frame" : "body announcement");
 }
