@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,7 @@
 #include <fcntl.h>
 
 #include "attach.h"
+#include "attach_report.h"
 #include "ckpt.h"
 #include "gossip_mode.h"
 #include "log.h"
@@ -67,8 +67,8 @@ struct attach {
 	int stall_logged;
 
 	struct train_progress p;  /* as the process reports it */
-	double started, rate_t0;
-	double rate_samples;
+	double started;
+	struct attach_report_rate rate;
 
 	uint64_t ckpt_asked;      /* tickets handed out */
 	uint64_t ckpt_taken;      /* tickets the running or last write serves */
@@ -411,72 +411,6 @@ attach_start(struct attach *a, uint64_t step)
 	}
 }
 
-/* The numbers a process may report at a boundary and their ranges. They
- * reach status, stats and /metrics, where one number JSON cannot carry
- * blanks the whole reply; samples are also summed into a rate. */
-static const struct {
-	const char *field;
-	double min, max;          /* HUGE_VAL: any finite number */
-	int integer;
-} attach_report_fields[] = {
-	{ "loss", -HUGE_VAL, HUGE_VAL, 0 },
-	{ "test_loss", -HUGE_VAL, HUGE_VAL, 0 },
-	{ "accuracy", -HUGE_VAL, HUGE_VAL, 0 },
-	{ "samples", 0, ATTACH_MAX_SAMPLES, 0 },
-	{ "epoch", 0, UINT32_MAX, 1 },
-};
-
-/* Why a step's report cannot be taken; NULL if it can. */
-static json_t *
-attach_report_refusal(json_t *req)
-{
-	for (size_t i = 0; i < GD_ARRAY_SIZE(attach_report_fields); i++) {
-		const char *f = attach_report_fields[i].field;
-		double min = attach_report_fields[i].min, max = attach_report_fields[i].max;
-		json_t *v = json_object_get(req, f);
-		double x;
-
-		if (v == NULL)
-			continue;
-		x = json_is_number(v) ? json_number_value(v) : NAN;
-		if ((attach_report_fields[i].integer && !json_is_integer(v)) || !isfinite(x) ||
-		    x < min || x > max)
-			return max == HUGE_VAL ?
-			    control_error("step: %s: want a finite number", f) :
-			    control_error("step: %s: want %s from %.0f to %.0f", f,
-			    attach_report_fields[i].integer ? "an integer" : "a number", min, max);
-	}
-	return NULL;
-}
-
-/* Numbers the process reports at a boundary (attach_report_refusal has
- * checked them). */
-static void
-attach_take_report(struct attach *a, json_t *req, double now)
-{
-	json_t *v;
-
-	if ((v = json_object_get(req, "loss")) != NULL)
-		a->p.loss = json_number_value(v);
-	if ((v = json_object_get(req, "epoch")) != NULL)
-		a->p.epoch = (uint32_t)json_integer_value(v);
-	if ((v = json_object_get(req, "accuracy")) != NULL) {
-		a->p.accuracy = json_number_value(v);
-		a->p.eval_step = a->p.step;
-	}
-	if ((v = json_object_get(req, "test_loss")) != NULL)
-		a->p.test_loss = json_number_value(v);
-	if ((v = json_object_get(req, "samples")) != NULL)
-		a->rate_samples += json_number_value(v);
-	if (a->rate_t0 == 0)
-		a->rate_t0 = now;
-	else if (now - a->rate_t0 >= 1.0) {
-		a->p.samples_per_s = a->rate_samples / (now - a->rate_t0);
-		a->rate_samples = 0;
-		a->rate_t0 = now;
-	}
-}
-
 /* The boundary's reply; the process owns the vector again. */
 static void
 attach_answer_step(struct attach *a)
@@ -513,7 +447,6 @@ attach_final(struct attach *a)
 static int
 attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 {
-	json_t *s = json_object_get(req, "step");
 	double now = util_now();
 	uint64_t n;
 	int rc;
@@ -526,15 +459,9 @@ attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 		*reply = control_error("step: the previous step has not been answered yet");
 		return CONTROL_REPLIED;
 	}
-	if (!json_is_integer(s) || json_integer_value(s) < 0 ||
-	    (uint64_t)json_integer_value(s) < a->p.step) {
-		*reply = control_error("step: want an integer not less than %" PRIu64,
-		    a->p.step);
+	if ((*reply = attach_report_refusal(req, &a->p)) != NULL)
 		return CONTROL_REPLIED;
-	}
-	if ((*reply = attach_report_refusal(req)) != NULL)
-		return CONTROL_REPLIED;
-	n = (uint64_t)json_integer_value(s);
+	n = (uint64_t)json_integer_value(json_object_get(req, "step"));
 	if ((rc = model_release(a->m)) < 0)
 		log_error("applying queued mixes: %s", strerror(-rc));
 	a->holding = 1;
@@ -544,7 +471,7 @@ attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 		log_info("trainer pid %d reached a step boundary again", a->pid);
 		a->stall_logged = 0;
 	}
-	attach_take_report(a, req, now);
+	attach_report_take(req, &a->p, &a->rate, now);
 	if (!a->has_model) {
 		a->has_model = 1;
 		a->h.ready(a->h.arg);

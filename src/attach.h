@@ -3,7 +3,8 @@
  * owns the vector shared with a training process (a sealed memfd, mapped
  * here for as long as the daemon lives), the one attached connection, the
  * step boundaries at which the model takes its queued mixes, the progress
- * the process reports, and the checkpoints of the vector.
+ * the process reports (checked and taken by attach_report), and the
+ * checkpoints of the vector.
  *
  * It is the external kind of trainer.h, where the trainer thread is the
  * built-in one: the daemon reads its progress in the same struct
@@ -34,9 +35,6 @@
  * it needs: on leave, the final checkpoint then takes the vector as it is;
  * a checkpoint asked meanwhile fails with the reason. */
 #define ATTACH_BOUNDARY_WAIT_MS 10000
-/* The most samples one step may report: beyond any batch, and small
- * enough that a rate summed over a second's steps stays finite. */
-#define ATTACH_MAX_SAMPLES 1e9
 
 /* Calls into the daemon, all on the loop thread. */
 struct attach_hooks {

@@ -1,0 +1,80 @@
+/*
+ * attach_report: see attach_report.h. Every field is optional, so a
+ * process reports what it has; one that is present is checked whole (an
+ * integer where one is wanted, finite, in range) because a single number
+ * JSON cannot carry blanks the whole status reply.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "attach_report.h"
+#include "control.h"
+
+/* The numbers a process may report at a boundary and their ranges;
+ * samples are also summed into a rate. */
+static const struct {
+	const char *field;
+	double min, max;          /* HUGE_VAL: any finite number */
+	int integer;
+} attach_report_fields[] = {
+	{ "loss", -HUGE_VAL, HUGE_VAL, 0 },
+	{ "test_loss", -HUGE_VAL, HUGE_VAL, 0 },
+	{ "accuracy", -HUGE_VAL, HUGE_VAL, 0 },
+	{ "samples", 0, ATTACH_REPORT_MAX_SAMPLES, 0 },
+	{ "epoch", 0, UINT32_MAX, 1 },
+};
+
+json_t *
+attach_report_refusal(json_t *req, const struct train_progress *p)
+{
+	json_t *s = json_object_get(req, "step");
+
+	if (!json_is_integer(s) || json_integer_value(s) < 0 ||
+	    (uint64_t)json_integer_value(s) < p->step)
+		return control_error("step: want an integer not less than %" PRIu64, p->step);
+	for (size_t i = 0; i < GD_ARRAY_SIZE(attach_report_fields); i++) {
+		const char *f = attach_report_fields[i].field;
+		double min = attach_report_fields[i].min, max = attach_report_fields[i].max;
+		json_t *v = json_object_get(req, f);
+		double x;
+
+		if (v == NULL)
+			continue;
+		x = json_is_number(v) ? json_number_value(v) : NAN;
+		if ((attach_report_fields[i].integer && !json_is_integer(v)) || !isfinite(x) ||
+		    x < min || x > max)
+			return max == HUGE_VAL ?
+			    control_error("step: %s: want a finite number", f) :
+			    control_error("step: %s: want %s from %.0f to %.0f", f,
+			    attach_report_fields[i].integer ? "an integer" : "a number", min, max);
+	}
+	return NULL;
+}
+
+void
+attach_report_take(json_t *req, struct train_progress *p, struct attach_report_rate *r,
+    double now)
+{
+	json_t *v;
+
+	if ((v = json_object_get(req, "loss")) != NULL)
+		p->loss = json_number_value(v);
+	if ((v = json_object_get(req, "epoch")) != NULL)
+		p->epoch = (uint32_t)json_integer_value(v);
+	if ((v = json_object_get(req, "accuracy")) != NULL) {
+		p->accuracy = json_number_value(v);
+		p->eval_step = p->step;
+	}
+	if ((v = json_object_get(req, "test_loss")) != NULL)
+		p->test_loss = json_number_value(v);
+	if ((v = json_object_get(req, "samples")) != NULL)
+		r->samples += json_number_value(v);
+	if (r->t0 == 0)
+		r->t0 = now;
+	else if (now - r->t0 >= 1.0) {
+		p->samples_per_s = r->samples / (now - r->t0);
+		r->samples = 0;
+		r->t0 = now;
+	}
+}
