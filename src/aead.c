@@ -133,13 +133,22 @@ static const struct aead_impl {
 	    crypto_aead_aes256gcm_decrypt_detached },
 };
 
+/* Fetched here too, not only by aead_offer(): a caller may seal or open
+ * without having asked what is offered (a test, a tool). */
+static const EVP_CIPHER *
+impl_evp(const struct aead_impl *a)
+{
+	pthread_once(&evp_once, evp_fetch);
+	return *a->evp;
+}
+
 static int
 impl_seal(const struct aead_impl *a, const uint8_t *key, const uint8_t *n,
     const uint8_t *ad, size_t adlen, const uint8_t *m, size_t mlen,
     uint8_t *c)
 {
 	if (a->evp != NULL && mlen >= AEAD_EVP_MIN)
-		return evp_aead(*a->evp, 1, key, n, ad, adlen, m, mlen,
+		return evp_aead(impl_evp(a), 1, key, n, ad, adlen, m, mlen,
 		    c + mlen, c);
 	a->seal(c, NULL, m, mlen, ad, adlen, NULL, n, key);
 	return 0;
@@ -151,7 +160,7 @@ impl_open(const struct aead_impl *a, const uint8_t *key, const uint8_t *n,
     const uint8_t *tag, uint8_t *m)
 {
 	if (a->evp != NULL && len >= AEAD_EVP_MIN)
-		return evp_aead(*a->evp, 0, key, n, ad, adlen, c, len,
+		return evp_aead(impl_evp(a), 0, key, n, ad, adlen, c, len,
 		    (uint8_t *)tag, m);
 	if (a->open(m, NULL, c, len, tag, ad, adlen, n, key) != 0)
 		return -EBADMSG;

@@ -493,16 +493,38 @@ fleet_reap() {
 	done
 }
 
-# fleet_teardown: stops everything still running and removes $FLEET_DIR
-# (unless FLEET_KEEP or KEEP_TEST_DIR). The EXIT trap; a script with more to
-# undo calls it from a trap of its own.
+# fleet_sanitized: the files under $FLEET_DIR and $FLEET_LOGS that hold a
+# sanitizer's report, each shown from the report on. A process of a
+# sanitizer build reports into its log, and fleet_stop looks at no exit
+# status (a leak is only reported at the exit TERM asks for), so its log is
+# where a report is found.
+fleet_sanitized() {
+	local f found
+	found=$(grep -rlsIE 'SUMMARY: [A-Za-z]+Sanitizer' "$FLEET_DIR" "$FLEET_LOGS" | sort -u)
+	for f in $found; do
+		echo "== $f"
+		sed -n '/^==[0-9]*==\|^WARNING: ThreadSanitizer\|runtime error:/,$p' "$f" | head -n 80
+	done >&2
+	echo "$found"
+}
+
+# fleet_teardown: stops everything still running, fails the script if a log
+# holds a sanitizer's report, and removes $FLEET_DIR (unless FLEET_KEEP or
+# KEEP_TEST_DIR). The EXIT trap; a script with more to undo calls it from a
+# trap of its own.
 fleet_teardown() {
+	local sanitized
 	# shellcheck disable=SC2046 # names are single words
 	fleet_stop $(fleet_names)
+	sanitized=$(fleet_sanitized)
 	if [ -n "${FLEET_KEEP:-}${KEEP_TEST_DIR:-}" ]; then
 		[ -z "${KEEP_TEST_DIR:-}" ] || echo "kept $FLEET_DIR" >&2
 	else
 		rm -rf "$FLEET_DIR"
+	fi
+	if [ -n "$sanitized" ]; then
+		echo "FAIL: a sanitizer reported in ${sanitized//$'\n'/ }" >&2
+		exit 1
 	fi
 }
 trap fleet_teardown EXIT

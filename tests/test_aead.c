@@ -342,18 +342,22 @@ test_agree(void)
 	check_agree(all | 0x80, all, best());
 }
 
+static const struct check_case cases[] = {
+	{ "aead_pick", test_pick },
+	{ "aead_rfc8439", test_rfc8439 },
+	{ "aead_same_bytes", test_same_bytes },
+	{ "aead_aes_message_key", test_aes_message_key },
+	{ "aead_suites", test_suites },
+	{ "aead_agree", test_agree },
+	{ NULL, NULL }
+};
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	if (sodium_init() < 0) {
 		fprintf(stderr, "libsodium failed to initialise\n");
 		return 1;
 	}
-	test_pick();
-	test_rfc8439();
-	test_same_bytes();
-	test_aes_message_key();
-	test_suites();
-	test_agree();
-	return check_exit("test_aead");
+	return check_main(argc, argv, cases, "test_aead");
 }

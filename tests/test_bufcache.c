@@ -11,8 +11,8 @@
 
 #define MB	((size_t)1 << 20)
 
-int
-main(void)
+static void
+test_cache(void)
 {
 	struct bufcache c;
 	void *a, *b, *p[BUFCACHE_SLOTS + 1];
@@ -55,5 +55,15 @@ main(void)
 	CHECK(a == p[BUFCACHE_SLOTS]);
 	free(a);
 	bufcache_free(&c);
-	return check_exit("test_bufcache");
+}
+
+static const struct check_case cases[] = {
+	{ "bufcache_cache", test_cache },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	return check_main(argc, argv, cases, "test_bufcache");
 }

@@ -399,10 +399,19 @@ test_unwritable(void)
 	ckpt_state_free(&a);
 }
 
+static const struct check_case cases[] = {
+	{ "ckpt_roundtrip", test_roundtrip },
+	{ "ckpt_latest_and_keep", test_latest_and_keep },
+	{ "ckpt_corruption", test_corruption },
+	{ "ckpt_unwritable", test_unwritable },
+	{ NULL, NULL }
+};
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	const char *base = getenv("TMPDIR");
+	int rc;
 
 	if (sodium_init() < 0) {
 		fprintf(stderr, "sodium_init failed\n");
@@ -414,10 +423,7 @@ main(void)
 		perror("mkdtemp");
 		return 99;
 	}
-	test_roundtrip();
-	test_latest_and_keep();
-	test_corruption();
-	test_unwritable();
+	rc = check_main(argc, argv, cases, "test_ckpt");
 	rm_tree(tmpdir);
-	return check_exit("test_ckpt");
+	return rc;
 }

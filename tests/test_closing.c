@@ -9,8 +9,8 @@
 
 static const struct closing_params params = { 1000, 0.01, 60 };
 
-int
-main(void)
+static void
+test_rules(void)
 {
 	struct closing c;
 	json_t *o;
@@ -75,5 +75,15 @@ main(void)
 	json_decref(o);
 	memset(&c, 0, sizeof(c));
 	CHECK(closing_json(&c, 0) == NULL);
-	return check_exit("test_closing");
+}
+
+static const struct check_case cases[] = {
+	{ "closing_rules", test_rules },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	return check_main(argc, argv, cases, "test_closing");
 }

@@ -72,19 +72,14 @@ expect_bad_rows(const struct bad_args *rows, size_t n)
 		expect_bad(rows[i].needle, rows[i].args);
 }
 
-int
-main(void)
+static void
+test_config(void)
 {
 	struct config c;
 	struct errbuf err;
 	const char *file;
 	char arg[300];
 	int rc;
-
-	if (mkdtemp(tmpdir) == NULL) {
-		perror("mkdtemp");
-		return 99;
-	}
 
 	/* Defaults. */
 	rc = load(&c, &err, (const char *[]){ NULL });
@@ -313,9 +308,26 @@ main(void)
 		}
 	}
 	config_free(&c);
+}
 
-	snprintf(arg, sizeof(arg), "rm -rf %s", tmpdir);
-	if (system(arg) != 0)
+static const struct check_case cases[] = {
+	{ "config_load_and_set", test_config },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	char rm[64];
+	int rc;
+
+	if (mkdtemp(tmpdir) == NULL) {
+		perror("mkdtemp");
+		return 99;
+	}
+	rc = check_main(argc, argv, cases, "test_config");
+	snprintf(rm, sizeof(rm), "rm -rf %s", tmpdir);
+	if (system(rm) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", tmpdir);
-	return check_exit("test_config");
+	return rc;
 }

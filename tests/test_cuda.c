@@ -380,8 +380,50 @@ compare(const char *specstr, int max_batch)
 	gpu->ops->free(gpu);
 }
 
+static void
+test_no_device(void)
+{
+	struct model_spec spec = spec_of("4-3");
+	struct backend_opts o = { .threads = 1, .device = 99, .max_batch = 8 };
+	struct backend *b = NULL;
+	struct errbuf err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = backend_cuda_new(&spec, &o, &b, &err);
+	CHECKF(rc == -ENODEV && b == NULL, "cuda:99 gave %d", rc);
+	CHECKF(strstr(err.msg, "only") != NULL, "cuda:99 reason: \"%s\"", err.msg);
+}
+
+static void
+test_compare_small(void)
+{
+	compare("20-5", 16);
+}
+
+static void
+test_compare_deep(void)
+{
+	compare("37-33-17-10", 64);
+}
+
+static void
+test_compare_mnist(void)
+{
+	compare("784-256-128-10", 256);
+}
+
+static const struct check_case cases[] = {
+	{ "cuda_no_device", test_no_device },
+	{ "cuda_compare_small", test_compare_small },
+	{ "cuda_compare_deep", test_compare_deep },
+	{ "cuda_compare_mnist", test_compare_mnist },
+	{ NULL, NULL }
+};
+
+/* Skips (77) before any case where there is no usable device. */
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct model_spec spec;
 	struct backend_opts o = { .threads = 1, .device = 0, .max_batch = 8 };
@@ -414,17 +456,6 @@ main(void)
 		return 1;
 	}
 	b->ops->free(b);
-
-	o.device = 99;
-	b = NULL;
-	rc = backend_cuda_new(&spec, &o, &b, &err);
-	CHECKF(rc == -ENODEV && b == NULL, "cuda:99 gave %d", rc);
-	CHECKF(strstr(err.msg, "only") != NULL, "cuda:99 reason: \"%s\"", err.msg);
-
-	compare("20-5", 16);
-	compare("37-33-17-10", 64);
-	compare("784-256-128-10", 256);
-
-	return check_exit("test_cuda");
+	return check_main(argc, argv, cases, "test_cuda");
 }
 #endif

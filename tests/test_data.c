@@ -479,10 +479,33 @@ test_real(void)
 	}
 }
 
+static void
+test_load_raw(void)
+{
+	test_load(0);
+}
+
+static void
+test_load_gzip(void)
+{
+	test_load(1);
+}
+
+static const struct check_case cases[] = {
+	{ "data_load_raw", test_load_raw },
+	{ "data_load_gzip", test_load_gzip },
+	{ "data_corrupt_gzip", test_corrupt_gzip },
+	{ "data_partition_parse", test_partition_parse },
+	{ "data_shard", test_shard },
+	{ "data_real", test_real },
+	{ NULL, NULL }
+};
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	const char *base = getenv("TMPDIR");
+	int rc;
 
 	snprintf(tmpdir, sizeof(tmpdir), "%s/test_data.XXXXXX",
 	    base != NULL && *base != '\0' ? base : "/tmp");
@@ -490,13 +513,8 @@ main(void)
 		perror("mkdtemp");
 		return 99;
 	}
-	test_load(0);
-	test_load(1);
-	test_corrupt_gzip();
-	test_partition_parse();
-	test_shard();
-	test_real();
+	rc = check_main(argc, argv, cases, "test_data");
 	clean_dir();
 	rmdir(tmpdir);
-	return check_exit("test_data");
+	return rc;
 }

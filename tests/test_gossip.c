@@ -694,22 +694,63 @@ test_codec(void)
 	mask_free(&mk);
 }
 
+
+static void
+test_exchange_saps_fp32(void)
+{
+	test_exchange(GOSSIP_SAPS, GOSSIP_FP32);
+}
+
+static void
+test_exchange_dense_fp32(void)
+{
+	test_exchange(GOSSIP_DENSE, GOSSIP_FP32);
+}
+
+static void
+test_exchange_saps_fp16(void)
+{
+	test_exchange(GOSSIP_SAPS, GOSSIP_FP16);
+}
+
+static void
+test_exchange_saps_int8(void)
+{
+	test_exchange(GOSSIP_SAPS, GOSSIP_INT8);
+}
+
+static void
+test_exchange_delta_fp32(void)
+{
+	test_exchange(GOSSIP_DELTA, GOSSIP_FP32);
+}
+
+static void
+test_exchange_delta_int8(void)
+{
+	test_exchange(GOSSIP_DELTA, GOSSIP_INT8);
+}
+
+static const struct check_case cases[] = {
+	{ "gossip_exchange_saps_fp32", test_exchange_saps_fp32 },
+	{ "gossip_exchange_dense_fp32", test_exchange_dense_fp32 },
+	{ "gossip_exchange_saps_fp16", test_exchange_saps_fp16 },
+	{ "gossip_exchange_saps_int8", test_exchange_saps_int8 },
+	{ "gossip_exchange_delta_fp32", test_exchange_delta_fp32 },
+	{ "gossip_exchange_delta_int8", test_exchange_delta_int8 },
+	{ "gossip_delta_residual", test_delta },
+	{ "gossip_busy_timeout_malformed", test_busy_timeout_malformed },
+	{ "gossip_bad_mask", test_bad_mask },
+	{ "gossip_poison", test_poison },
+	{ "gossip_select", test_select },
+	{ "gossip_codec", test_codec },
+	{ NULL, NULL }
+};
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	if (sodium_init() < 0)
 		return 99;
-	test_exchange(GOSSIP_SAPS, GOSSIP_FP32);
-	test_exchange(GOSSIP_DENSE, GOSSIP_FP32);
-	test_exchange(GOSSIP_SAPS, GOSSIP_FP16);
-	test_exchange(GOSSIP_SAPS, GOSSIP_INT8);
-	test_exchange(GOSSIP_DELTA, GOSSIP_FP32);
-	test_exchange(GOSSIP_DELTA, GOSSIP_INT8);
-	test_delta();
-	test_busy_timeout_malformed();
-	test_bad_mask();
-	test_poison();
-	test_select();
-	test_codec();
-	return check_exit("test_gossip");
+	return check_main(argc, argv, cases, "test_gossip");
 }

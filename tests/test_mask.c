@@ -224,15 +224,19 @@ test_explicit(void)
 	mask_free(&b);
 }
 
+static const struct check_case cases[] = {
+	{ "mask_explicit", test_explicit },
+	{ "mask_two_processes", test_two_processes },
+	{ "mask_density", test_density },
+	{ "mask_check", test_check },
+	{ "mask_uniform", test_uniform },
+	{ NULL, NULL }
+};
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	if (sodium_init() < 0)
 		return 99;
-	test_explicit();
-	test_two_processes();
-	test_density();
-	test_check();
-	test_uniform();
-	return check_exit("test_mask");
+	return check_main(argc, argv, cases, "test_mask");
 }

@@ -389,18 +389,13 @@ test_revivals(void)
 	    MEMBER_MSG_MAX_UPDATES);
 }
 
-int
-main(void)
+/* One story on 16 simulated peers, each step starting from where the one
+ * before left the job. */
+static void
+test_scenario(void)
 {
 	double t;
 	int i;
-
-	if (sodium_init() < 0)
-		return 1;
-	log_set_level(getenv("MEMBER_DEBUG") ? LOG_DEBUG : LOG_ERROR);
-	rng_init(&net_rng, 7, "test-net", 0, 0);
-	test_codec();
-	test_revivals();
 
 	/* 16 peers, each knowing only the previous two: one view within a
 	 * few periods. */
@@ -512,6 +507,25 @@ main(void)
 	}
 	for (i = 0; i < nnodes; i++)
 		member_free(nodes[i].m);
+}
+
+static const struct check_case cases[] = {
+	{ "member_codec", test_codec },
+	{ "member_revivals", test_revivals },
+	{ "member_scenario", test_scenario },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	int rc;
+
+	if (sodium_init() < 0)
+		return 1;
+	log_set_level(getenv("MEMBER_DEBUG") ? LOG_DEBUG : LOG_ERROR);
+	rng_init(&net_rng, 7, "test-net", 0, 0);
+	rc = check_main(argc, argv, cases, "test_member");
 	rng_clear(&net_rng);
-	return 0;
+	return rc;
 }

@@ -60,8 +60,8 @@ check_format(char *text)
 	return samples;
 }
 
-int
-main(void)
+static void
+test_render(void)
 {
 	json_t *status, *stats, *peers;
 	char *text;
@@ -145,5 +145,15 @@ main(void)
 	json_decref(status);
 	json_decref(stats);
 	json_decref(peers);
-	return 0;
+}
+
+static const struct check_case cases[] = {
+	{ "metrics_render", test_render },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	return check_main(argc, argv, cases, "test_metrics");
 }

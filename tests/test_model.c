@@ -644,23 +644,33 @@ test_logit_offset(void)
 	model_free(m);
 }
 
-int
-main(void)
+static void
+test_gradients(void)
 {
-	test_spec();
-	test_devices();
-	test_init_stats();
 	test_gradient("12-9-7-5");
 	test_gradient("16-6");
 	test_gradient("3-16-16-16-2");	/* whole vectors */
 	test_gradient("5-33-18-3");	/* vectors and tails */
-	test_evaluate();
-	test_logit_offset();
-	test_determinism();
-	test_ranges();
-	test_snapshot_restore();
-	test_deferred_mix();
-	test_sgd_threads();
-	test_learns();
-	return check_exit("test_model");
+}
+
+static const struct check_case cases[] = {
+	{ "model_spec", test_spec },
+	{ "model_devices", test_devices },
+	{ "model_init_stats", test_init_stats },
+	{ "model_gradient", test_gradients },
+	{ "model_evaluate", test_evaluate },
+	{ "model_logit_offset", test_logit_offset },
+	{ "model_determinism", test_determinism },
+	{ "model_ranges", test_ranges },
+	{ "model_snapshot_restore", test_snapshot_restore },
+	{ "model_deferred_mix", test_deferred_mix },
+	{ "model_sgd_threads", test_sgd_threads },
+	{ "model_learns", test_learns },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	return check_main(argc, argv, cases, "test_model");
 }

@@ -128,11 +128,15 @@ test_no_hold(void)
 	pace_free(p);
 }
 
+static const struct check_case cases[] = {
+	{ "pace_no_hold", test_no_hold },
+	{ "pace_hold_release", test_hold_release },
+	{ "pace_close", test_close },
+	{ NULL, NULL }
+};
+
 int
-main(void)
+main(int argc, char **argv)
 {
-	test_no_hold();
-	test_hold_release();
-	test_close();
-	return check_exit("test_pace");
+	return check_main(argc, argv, cases, "test_pace");
 }

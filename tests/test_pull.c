@@ -691,20 +691,30 @@ test_slots(void)
 	teardown();
 }
 
+static void
+test_joins(void)
+{
+	for (int n = 1; n <= 4; n++)
+		test_join(n);
+}
+
+static const struct check_case cases[] = {
+	{ "pull_codec_and_donor", test_codec_and_donor },
+	{ "pull_join", test_joins },
+	{ "pull_donor_down", test_donor_down },
+	{ "pull_deadline", test_deadline },
+	{ "pull_bad_chunks", test_bad_chunks },
+	{ "pull_poison", test_poison },
+	{ "pull_window", test_window },
+	{ "pull_slots", test_slots },
+	{ NULL, NULL }
+};
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	if (sodium_init() < 0)
 		return 99;
 	log_set_level(LOG_ERROR);
-	test_codec_and_donor();
-	for (int n = 1; n <= 4; n++)
-		test_join(n);
-	test_donor_down();
-	test_deadline();
-	test_bad_chunks();
-	test_poison();
-	test_window();
-	test_slots();
-	return check_exit("test_pull");
+	return check_main(argc, argv, cases, "test_pull");
 }

@@ -363,8 +363,8 @@ open_endpoints(const uint8_t *key)
 	REQUIRE(!"no free pair of ports");
 }
 
-int
-main(void)
+static void
+test_steps(void)
 {
 	uint8_t key[SESSION_KEY_SIZE];
 	struct errbuf err;
@@ -389,5 +389,15 @@ main(void)
 	session_wipe(&g.out);
 	session_ctx_wipe(&g.ctx);
 	REQUIRE(uv_loop_close(&g.loop) == 0);
-	return check_exit("test_rehello");
+}
+
+static const struct check_case cases[] = {
+	{ "rehello_steps", test_steps },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	return check_main(argc, argv, cases, "test_rehello");
 }

@@ -385,15 +385,20 @@ test_pull(void)
 	teardown();
 }
 
+static const struct check_case cases[] = {
+	{ "rounds_interval", test_interval },
+	{ "rounds_busy_retries", test_busy_retries },
+	{ "rounds_lag", test_lag },
+	{ "rounds_closing", test_closing },
+	{ "rounds_pull", test_pull },
+	{ NULL, NULL }
+};
+
 int
-main(void)
+main(int argc, char **argv)
 {
+	if (sodium_init() < 0)
+		return 99;
 	log_set_level(LOG_ERROR);
-	REQUIRE(sodium_init() >= 0);
-	test_interval();
-	test_busy_retries();
-	test_lag();
-	test_closing();
-	test_pull();
-	return check_exit("test_rounds");
+	return check_main(argc, argv, cases, "test_rounds");
 }

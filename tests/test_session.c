@@ -327,8 +327,16 @@ test_key_files(void)
 	sodium_memzero(k2, sizeof(k2));
 }
 
+static const struct check_case cases[] = {
+	{ "session_handshake", test_handshake },
+	{ "session_seal", test_seal },
+	{ "session_replay", test_replay },
+	{ "session_key_files", test_key_files },
+	{ NULL, NULL }
+};
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	if (sodium_init() < 0) {
 		fprintf(stderr, "libsodium failed to initialise\n");
@@ -336,9 +344,5 @@ main(void)
 	}
 	randombytes_buf(key, sizeof(key));
 	randombytes_buf(other_key, sizeof(other_key));
-	test_handshake();
-	test_seal();
-	test_replay();
-	test_key_files();
-	return check_exit("test_session");
+	return check_main(argc, argv, cases, "test_session");
 }

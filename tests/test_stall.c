@@ -105,8 +105,8 @@ open_one(const uint8_t *key, uint64_t id, char *addr, size_t addr_size,
 	return -EADDRINUSE;
 }
 
-int
-main(void)
+static void
+test_stall(void)
 {
 	uint8_t key[SESSION_KEY_SIZE];
 	char v_addr[32];
@@ -125,5 +125,15 @@ main(void)
 	uv_run(&g.loop, UV_RUN_DEFAULT);
 	CHECK(g.status == 0 && g.done);
 	REQUIRE(uv_loop_close(&g.loop) == 0);
-	return check_exit("test_stall");
+}
+
+static const struct check_case cases[] = {
+	{ "stall_send_after_stall", test_stall },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	return check_main(argc, argv, cases, "test_stall");
 }

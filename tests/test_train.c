@@ -133,8 +133,8 @@ test_logit_offset(void)
 	    (double)off[3], (double)off[4]);
 }
 
-int
-main(void)
+static void
+test_schedule(void)
 {
 	const uint64_t spe = 100, total = 1000;
 	struct config c;
@@ -179,7 +179,17 @@ main(void)
 	c.density_start = 0.06;
 	CHECKF(fabs(train_density_at(&c, 0, total) - 0.05) < 1e-12, "start above density");
 	config_free(&c);
-	test_budget();
-	test_logit_offset();
-	return check_exit("test_train");
+}
+
+static const struct check_case cases[] = {
+	{ "train_schedule", test_schedule },
+	{ "train_budget", test_budget },
+	{ "train_logit_offset", test_logit_offset },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	return check_main(argc, argv, cases, "test_train");
 }

@@ -252,17 +252,27 @@ test_random(void)
 	CHECK(accepted < 20000);
 }
 
-int
-main(void)
+static void
+test_names(void)
 {
 	CHECK(strcmp(wire_reject_name(WIRE_REJ_BAD_MAC), "bad_mac") == 0);
 	CHECK(strcmp(wire_reject_name(WIRE_REJ_COUNT), "unknown") == 0);
 	CHECK(strcmp(wire_type_name(WIRE_T_HELLO), "hello") == 0);
 	CHECK(wire_type_name(WIRE_TYPE_APP_MIN) == NULL);
-	test_roundtrip();
-	test_bounds();
-	test_chunks();
-	test_hello();
-	test_random();
-	return check_exit("test_wire");
+}
+
+static const struct check_case cases[] = {
+	{ "wire_names", test_names },
+	{ "wire_roundtrip", test_roundtrip },
+	{ "wire_bounds", test_bounds },
+	{ "wire_chunks", test_chunks },
+	{ "wire_hello", test_hello },
+	{ "wire_random", test_random },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	return check_main(argc, argv, cases, "test_wire");
 }

@@ -103,21 +103,49 @@ run(unsigned n)
 	CHECK(uv_loop_close(&loop) == 0);
 }
 
-int
-main(void)
+static void
+test_no_threads(void)
+{
+	run(0);
+}
+
+static void
+test_one_thread(void)
+{
+	run(1);
+}
+
+static void
+test_four_threads(void)
+{
+	run(4);
+}
+
+static void
+test_counts(void)
 {
 	uv_loop_t loop;
 	struct workers *w;
 	struct errbuf err;
 
-	loop_thread = pthread_self();
-	run(0);
-	run(1);
-	run(4);
 	CHECK(workers_default_count() >= 1 && workers_default_count() <= 4);
 	REQUIRE(uv_loop_init(&loop) == 0);
 	CHECK(workers_open(&loop, WORKERS_MAX + 1, &w, &err) == -EINVAL);
 	CHECK(strstr(err.msg, "threads") != NULL);
 	CHECK(uv_loop_close(&loop) == 0);
-	return check_exit("test_workers");
+}
+
+static const struct check_case cases[] = {
+	{ "workers_no_threads", test_no_threads },
+	{ "workers_one_thread", test_one_thread },
+	{ "workers_four_threads", test_four_threads },
+	{ "workers_counts", test_counts },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	loop_thread = pthread_self();
+	return check_main(argc, argv, cases, "test_workers");
 }
