@@ -5,6 +5,7 @@
  * alone, then the timeout.
  */
 #include "closing.h"
+#include "util.h"
 
 #include <math.h>
 #include <string.h>
@@ -114,8 +115,7 @@ closing_json(const struct closing *c, double now)
 	    "bytes", (json_int_t)c->bytes, "budget_bytes", (json_int_t)c->p.budget_bytes,
 	    "started_at", c->started_wall,
 	    "seconds", (c->active ? now : c->ended_at) - c->started,
-	    "distance", c->distance < 0 || !isfinite(c->distance) ? json_null() :
-	    json_real(c->distance));
+	    "distance", c->distance < 0 ? json_null() : util_json_real(c->distance));
 	if (o != NULL && c->ended)
 		json_object_set_new(o, "reason", json_string(closing_reason_name(c->reason)));
 	return o;

@@ -81,16 +81,16 @@ commands_status(struct daemon *d)
 		sent = transport_bytes_sent(d->transport);
 		received = transport_bytes_received(d->transport);
 	}
-	/* Progress numbers go through control_real: a diverged loss or
+	/* Progress numbers go through util_json_real: a diverged loss or
 	 * whatever an attached process reported must not blank the reply. */
 	st = json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:I,"
 	    " s:o, s:o, s:i, s:I, s:I, s:I}",
 	    "ok", 1, "id", id, "job", d->cfg.job, "state", commands_state(d, &p),
 	    "step", (json_int_t)p.step, "total_steps", (json_int_t)p.total_steps,
-	    "epoch", (json_int_t)p.epoch, "lr", control_real(p.lr), "loss", control_real(p.loss),
-	    "accuracy", control_real(p.accuracy), "test_loss", control_real(p.test_loss),
+	    "epoch", (json_int_t)p.epoch, "lr", util_json_real(p.lr), "loss", util_json_real(p.loss),
+	    "accuracy", util_json_real(p.accuracy), "test_loss", util_json_real(p.test_loss),
 	    "eval_step", (json_int_t)p.eval_step, "samples_per_s",
-	    control_real(p.samples_per_s), "elapsed", control_real(p.elapsed), "members", members, "bytes_sent", (json_int_t)sent,
+	    util_json_real(p.samples_per_s), "elapsed", util_json_real(p.elapsed), "members", members, "bytes_sent", (json_int_t)sent,
 	    "bytes_received", (json_int_t)received, "exchanges",
 	    (json_int_t)rounds_exchanges(d->rounds));
 	if (st != NULL) {
@@ -124,7 +124,7 @@ commands_stats(struct daemon *d)
 	stats = json_pack("{s:b, s:{s:I, s:I, s:i, s:o, s:I}, s:{s:s, s:s, s:I, s:i}}",
 	    "ok", 1,
 	    "train", "steps", (json_int_t)p.step, "checkpoints", (json_int_t)p.ckpt_done,
-	    "shard_samples", (int)p.shard_samples, "samples_per_s", control_real(p.samples_per_s),
+	    "shard_samples", (int)p.shard_samples, "samples_per_s", util_json_real(p.samples_per_s),
 	    "evaluations_at", (json_int_t)p.eval_step,
 	    "model", "device", d->cfg.device, "log_level", d->cfg.log_level,
 	    "parameters", (json_int_t)d->model->d, "threads", d->cfg.threads);
@@ -157,12 +157,12 @@ commands_peer(struct daemon *d, const struct member_info *e, double now)
 	    " s:o}",
 	    "id", id, "addr", e->addr, "state", member_state_name(e->state),
 	    "incarnation", (json_int_t)e->incarnation, "self", e->self,
-	    "rtt", e->rtt < 0 ? json_null() : control_real(e->rtt),
-	    "bandwidth", l == NULL || l->bandwidth < 0 ? json_null() : control_real(l->bandwidth),
+	    "rtt", e->rtt < 0 ? json_null() : util_json_real(e->rtt),
+	    "bandwidth", l == NULL || l->bandwidth < 0 ? json_null() : util_json_real(l->bandwidth),
 	    "last_contact", e->self ? json_real(0) : e->last_contact < 0 ? json_null() :
 	    json_real(now - e->last_contact),
 	    "since", now - e->since,
-	    "exchange_rtt", l == NULL || l->rtt < 0 ? json_null() : control_real(l->rtt),
+	    "exchange_rtt", l == NULL || l->rtt < 0 ? json_null() : util_json_real(l->rtt),
 	    "last_exchange", l == NULL || l->last_used < 0 ? json_null() :
 	    json_real(now - l->last_used),
 	    "selected", (json_int_t)(l ? l->selected : 0),

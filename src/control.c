@@ -104,12 +104,6 @@ control_error(const char *fmt, ...)
 	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
 }
 
-json_t *
-control_real(double x)
-{
-	return isfinite(x) ? json_real(x) : json_null();
-}
-
 static void
 control_maybe_free(struct control *ctl)
 {

@@ -64,8 +64,5 @@ void control_close(struct control *ctl);
 
 /* {"ok":false,"error":msg}, the message mended into valid UTF-8. */
 json_t *control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* A number for a reply: null when it is not finite, which JSON cannot
- * carry (jansson would refuse the whole reply). */
-json_t *control_real(double x);
 
 #endif

@@ -612,15 +612,14 @@ gossip_stats_json(const struct gossip *g, json_t *obj)
 	    "busy_sent", (json_int_t)g->busy_out, "failed", (json_int_t)g->failed,
 	    "timeouts", (json_int_t)g->timeouts, "refused", (json_int_t)g->refused,
 	    "malformed", (json_int_t)g->malformed, "bad_mask", (json_int_t)g->bad_mask,
-	    "consensus_distance", isfinite(g->distance) ? json_real(g->distance) : json_null());
+	    "consensus_distance", util_json_real(g->distance));
 	if (o == NULL) {
 		json_decref(rej);
 		return -ENOMEM;
 	}
 	json_object_set_new(o, "rejected", rej);
 	json_object_set_new(o, "own_nonfinite", json_integer((json_int_t)g->own_nonfinite));
-	json_object_set_new(o, "far_ratio_max", isfinite(g->far_ratio_max) ?
-	    json_real(g->far_ratio_max) : json_null());
+	json_object_set_new(o, "far_ratio_max", util_json_real(g->far_ratio_max));
 	return json_object_set_new(obj, "gossip", o);
 }
 

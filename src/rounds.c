@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -512,10 +511,10 @@ rounds_status_json(const struct rounds *r, json_t *st)
 	pace_stats(r->pace, &waited, &waits);
 	json_object_set_new(st, "lag_wait_s", json_real(waited));
 	json_object_set_new(st, "lag_waits", json_integer((json_int_t)waits));
-	json_object_set_new(st, "consensus_distance", dist < 0 || !isfinite(dist) ?
-	    json_null() : json_real(dist));
-	json_object_set_new(st, "consensus_distance_relative", rel < 0 || !isfinite(rel) ?
-	    json_null() : json_real(rel));
+	json_object_set_new(st, "consensus_distance", dist < 0 ? json_null() :
+	    util_json_real(dist));
+	json_object_set_new(st, "consensus_distance_relative", rel < 0 ? json_null() :
+	    util_json_real(rel));
 }
 
 void

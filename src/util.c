@@ -133,6 +133,12 @@ util_utf8_fix(char *s)
 	}
 }
 
+json_t *
+util_json_real(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
 double
 util_now(void)
 {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
 #include <uv.h>
 
 #define GD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -37,6 +38,10 @@ int util_parse_double(const char *s, double min, double max, double *out);
  * fixed-size snprintf) is dropped, any other invalid byte becomes '?'.
  * Text bound for JSON must be valid UTF-8, or jansson refuses it whole. */
 void util_utf8_fix(char *s);
+
+/* x as a JSON number for a reply, or null when it is not finite: JSON
+ * cannot carry it, and jansson refuses the whole reply that holds it. */
+json_t *util_json_real(double x);
 
 /* Monotonic time in seconds. */
 double util_now(void);
