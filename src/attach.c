@@ -387,7 +387,7 @@ attach_on_attach(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 	snprintf(a->name, sizeof(a->name), "%s", name ? name : "");
 	util_utf8_fix(a->name);
 	if (a->pulling) {
-		log_info("trainer pid %d waits while the model is pulled from donors", a->pid);
+		log_info("trainer pid %d waits for the job's model from the members", a->pid);
 		a->waiting = client;
 		control_pin(a->ctl, client, 1);
 		return CONTROL_DEFERRED;
@@ -405,6 +405,20 @@ attach_start(struct attach *a, uint64_t step)
 	a->has_model = 1;
 	a->p.step = a->ckpt_last_step = step;
 	a->h.ready(a->h.arg);
+	if (client != 0) {
+		a->waiting = 0;
+		attach_grant(a, client);
+	}
+}
+
+/* A start agreement chose this peer's own model: the process waiting (or
+ * the next to attach) is answered fresh and brings its values. */
+static void
+attach_start_own(struct attach *a)
+{
+	uint64_t client = a->waiting;
+
+	a->pulling = 0;
 	if (client != 0) {
 		a->waiting = 0;
 		attach_grant(a, client);
@@ -710,16 +724,23 @@ attach_op_load(void *impl, const struct ckpt_state *st, struct errbuf *err)
 	return attach_load(impl, st->x, st->d, st->step, err);
 }
 
-/* A vector exists (resumed, or a joiner's pull filled it): it holds the
- * job's model at step. None yet: the first process to attach brings it. */
+/* A vector exists (resumed, or a pull filled it): it holds the job's
+ * model at step. None yet, or a start agreement chose this peer's own
+ * (fresh): the process attached or the next to attach brings it. */
 static int
-attach_op_start(void *impl, uint64_t step, char *what, size_t n, struct errbuf *err)
+attach_op_start(void *impl, uint64_t step, int fresh, char *what, size_t n,
+    struct errbuf *err)
 {
 	struct attach *a = impl;
 
 	(void)err;
 	if (a->fd < 0) {
 		snprintf(what, n, "waits for its training process to attach");
+		return 0;
+	}
+	if (fresh) {
+		attach_start_own(a);
+		snprintf(what, n, "starts the job from its training process's model");
 		return 0;
 	}
 	attach_start(a, step);

@@ -102,6 +102,13 @@ static const struct config_key config_keys[] = {
 	  "adaptive: a link unused this long is a candidate again (default: 10)" },
 	{ "exchange_timeout", 0, "SECONDS", CT_DOUBLE, OFF(exchange_timeout), 0.01, 3600, NULL, 1,
 	  "deadline of one exchange or model-chunk pull (default: 5)" },
+	{ "start", 0, "agree|own", CT_ENUM, OFF(start), 0, 0, NULL, 0,
+	  "external trainer, fresh job: every peer starts from one model (the first"
+	  " member's to hold one; if none does, the lowest address's), or each from its"
+	  " process's own (default: agree)" },
+	{ "start_timeout", 0, "SECONDS", CT_DOUBLE, OFF(start_timeout), 0.1, 86400, NULL, 0,
+	  "start agree: longest wait for a member holding a model, then each process's own"
+	  " (default: 60)" },
 	{ "close_budget", 0, "X", CT_DOUBLE, OFF(close_budget), 0, 1e6, NULL, 0,
 	  "closing phase after the training budget: send at most X model sizes exchanging"
 	  " before leaving; 0 = no closing phase (default: 8)" },
@@ -340,6 +347,7 @@ config_defaults(struct config *c)
 	c->bw_ratio = 4;
 	c->stale_after = 10;
 	c->exchange_timeout = 5;
+	c->start_timeout = 60;
 	c->log_level = xstrdup("info");
 	c->probe_interval = 500;
 	c->probe_timeout = 200;

@@ -19,6 +19,8 @@ enum lr_schedule { LR_COSINE, LR_STEP, LR_CONSTANT };
 /* Who trains: the trainer thread on the built-in MLP, or a process that
  * attaches (gossipd-attach(7)). */
 enum trainer_kind { TRAINER_BUILTIN, TRAINER_EXTERNAL };
+/* Where an attached fresh job's starting model comes from (pull.h). */
+enum start_rule { START_AGREE, START_OWN };
 
 struct config {
 	/* job and identity */
@@ -54,6 +56,8 @@ struct config {
 	double bw_ratio;           /* adaptive: candidates >= max bandwidth / bw_ratio */
 	double stale_after;        /* adaptive: seconds before an unused link is retried */
 	double exchange_timeout;   /* seconds an exchange or model pull may take */
+	enum start_rule start;     /* external trainer: one starting model, or each its own */
+	double start_timeout;      /* seconds a start agreement waits for a model */
 	/* closing phase (closing.h): after the training budget */
 	double close_budget;       /* model sizes sent at most; 0: no closing phase */
 	double close_distance;     /* relative distance of recent exchanges that ends it */

@@ -229,14 +229,14 @@ daemon_notify_step(void *arg, uint64_t step)
 }
 
 void
-daemon_start_training(struct daemon *d, uint64_t start_step)
+daemon_start_training(struct daemon *d, uint64_t start_step, int fresh)
 {
 	struct errbuf err = { "" };
 	char what[256];
 
 	daemon_set_state(d, PEER_TRAINING);
 	rounds_start_at(d->rounds, start_step);
-	if (trainer_start(d->trainer, start_step, what, sizeof(what), &err) < 0) {
+	if (trainer_start(d->trainer, start_step, fresh, what, sizeof(what), &err) < 0) {
 		log_error("%s", err.msg);
 		d->exit_code = DAEMON_EXIT_RUNTIME;
 		daemon_shutdown(d);

@@ -78,8 +78,9 @@ int daemon_send(void *arg, const char *addr, uint8_t type, const void *buf, size
 void daemon_notify(void *arg);
 /* Trainer thread: a step was taken; waits while pace holds it (lag). */
 void daemon_notify_step(void *arg, uint64_t step);
-/* Start the trainer from start_step; a failure ends the peer. */
-void daemon_start_training(struct daemon *d, uint64_t start_step);
+/* Start the trainer from start_step; fresh: from its own initial values
+ * (trainer.h). A failure ends the peer. */
+void daemon_start_training(struct daemon *d, uint64_t start_step, int fresh);
 /* The training budget is spent and the closing phase, if any, is over:
  * linger (--linger) or leave. */
 void daemon_after_training(struct daemon *d);

@@ -82,6 +82,8 @@ struct pull_join {
 	int ndonors;
 	uint64_t step;
 	int failed;
+	int nomodel;              /* donors out for holding no model yet */
+	int lowest;               /* start agreement: no live member is below us */
 	uint64_t requests, reasks, refused, timeouts, stale, malformed;
 	uint64_t rejected[GOSSIP_REFUSE_N];
 };
@@ -91,7 +93,13 @@ struct pull {
 	double timeout;
 	struct pull_ops ops;
 	int joining;              /* no model yet: pull before serving */
+	int ready;                /* holds the job's model: may serve it */
 	double first_seen;        /* when a joiner first knew a member; < 0 not yet */
+	/* Start agreement (pull_agree): the deadline, this peer's address,
+	 * and when the next attempt may start after every donor had none. */
+	int agree;
+	double agree_timeout, retry_at;
+	char self[WIRE_ADDR_MAX + 1];
 	struct pull_join *join;   /* the attempt running, if any */
 	uint8_t *wire;            /* the donor's CHUNK */
 	size_t wcap;
@@ -150,6 +158,7 @@ pull_new(struct model *m, double timeout, int joining, const struct pull_ops *op
 	p->timeout = timeout;
 	p->ops = *ops;
 	p->joining = joining;
+	p->ready = !joining;
 	p->first_seen = -1;
 	*out = p;
 	return 0;
@@ -180,6 +189,22 @@ void
 pull_set_timeout(struct pull *p, double timeout)
 {
 	p->timeout = timeout;
+}
+
+void
+pull_set_ready(struct pull *p, int ready)
+{
+	p->ready = ready;
+}
+
+void
+pull_agree(struct pull *p, const char *self, double timeout)
+{
+	p->joining = 1;
+	p->ready = 0;
+	p->agree = 1;
+	p->agree_timeout = timeout;
+	snprintf(p->self, sizeof(p->self), "%s", self);
 }
 
 /* --- donor ---------------------------------------------------------------- */
@@ -225,7 +250,9 @@ pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
 		p->malformed++;
 		return;
 	}
-	if (p->joining)
+	/* No model yet: a joiner's, or an attached process's before its
+	 * first step (the vector holds zeros or half its values). */
+	if (p->joining || !p->ready)
 		status = -EAGAIN;
 	else if (r.len == 0 || r.len > PULL_CHUNK_FLOATS || r.off >= p->m->d ||
 	    r.len > p->m->d - r.off)
@@ -426,6 +453,25 @@ pull_settle(struct pull *p, size_t ci, double now)
 	pull_fill(p, now);
 }
 
+/* Start agreement: the member lowest in address order is asked first
+ * whatever the draw (it starts the job when nobody holds a model), and
+ * j->lowest says whether this peer is below every live member. */
+static void
+pull_agree_order(const struct pull *p, struct pull_join *j, const char *const *live, size_t n,
+    size_t *order)
+{
+	size_t low = 0, t;
+
+	for (size_t i = 1; i < n; i++) {
+		if (strcmp(live[order[i]], live[order[low]]) < 0)
+			low = i;
+	}
+	j->lowest = strcmp(p->self, live[order[low]]) < 0;
+	t = order[0];
+	order[0] = order[low];
+	order[low] = t;
+}
+
 /* A new attempt: donors drawn at random among live (so that joiners
  * spread the load), each chunk asked of every one. */
 static int
@@ -461,6 +507,8 @@ pull_start(struct pull *p, double now, const char *const *live, size_t n)
 		order[i - 1] = order[k];
 		order[k] = t;
 	}
+	if (p->agree && n > 0)
+		pull_agree_order(p, j, live, n, order);
 	for (size_t i = 0; i < n && j->ndonors < PULL_MAX_DONORS; i++)
 		snprintf(j->donors[j->ndonors++].addr, sizeof(j->donors[0].addr), "%s",
 		    live[order[i]]);
@@ -474,10 +522,35 @@ out:
 	return rc;
 }
 
+/* Start agreement: this peer's own model starts the job; why for the log. */
+static void
+pull_own(struct pull *p, const char *why)
+{
+	p->joining = 0;
+	p->ops.own(p->ops.arg, why);
+}
+
+/* Start agreement, after an attempt in which no donor served: the peer
+ * lowest in address order starts from its own model once none of the
+ * members it asked holds one; the others ask again shortly (the lowest's
+ * process may not have taken its first step yet), until the deadline. */
+static void
+pull_agree_failed(struct pull *p, const struct pull_join *j, double now)
+{
+	if (j->lowest && j->nomodel == j->ndonors)
+		pull_own(p, "no member holds a model yet, and this peer is the lowest in "
+		    "address order");
+	else if (now >= p->first_seen + p->agree_timeout)
+		pull_own(p, "the deadline (start_timeout) passed before a member holding a model "
+		    "answered; the members' starting models may differ");
+	else
+		p->retry_at = now + PULL_AGREE_RETRY;
+}
+
 /* After every event of a joiner's: a failed attempt makes way for the
  * next, a complete one goes to ops->pulled. */
 static void
-pull_conclude(struct pull *p)
+pull_conclude(struct pull *p, double now)
 {
 	struct pull_join *j = p->join;
 	char donors[PULL_MAX_DONORS * (WIRE_ADDR_MAX + 1)] = "";
@@ -485,17 +558,31 @@ pull_conclude(struct pull *p)
 
 	if (j == NULL || (!j->failed && j->have < j->nchunks))
 		return;
-	if (j->failed) {
+	p->join = NULL;
+	if (j->failed && p->agree) {
+		pull_agree_failed(p, j, now);
+	} else if (j->failed) {
 		log_warn("bootstrap: every donor failed; trying others");
 	} else {
 		for (int i = 0; i < j->ndonors; i++)
 			at += (size_t)snprintf(donors + at, sizeof(donors) - at, "%s%s",
 			    i ? "," : "", j->donors[i].addr);
 		if (p->ops.pulled(p->ops.arg, j->x, j->step, donors) == 0)
-			p->joining = 0;
+			p->joining = 0, p->ready = 1;
 	}
 	pull_join_free(j);
-	p->join = NULL;
+}
+
+/* Start agreement with no member live beyond the donor wait: alone. */
+static int
+pull_agree_alone(struct pull *p, double now, size_t n)
+{
+	if (!p->agree || n > 0)
+		return 0;
+	if (now - p->first_seen < PULL_DONOR_WAIT)
+		return 1;
+	pull_own(p, "no other member is live");
+	return 1;
 }
 
 void
@@ -503,19 +590,25 @@ pull_members(struct pull *p, double now, const char *const *live, size_t n)
 {
 	int rc;
 
-	if (!p->joining || p->join != NULL || n == 0)
+	if (!p->joining || p->join != NULL || (n == 0 && !p->agree) || now < p->retry_at)
 		return;
 	if (p->first_seen < 0)
 		p->first_seen = now;
+	if (pull_agree_alone(p, now, n))
+		return;
 	if (n < PULL_MAX_DONORS && now - p->first_seen < PULL_DONOR_WAIT)
 		return;
 	if ((rc = pull_start(p, now, live, n)) < 0) {
 		log_error("bootstrap: cannot start: %s", strerror(-rc));
 		return;
 	}
-	log_info("bootstrap: pulling the model from up to %d of %zu members", PULL_MAX_DONORS,
-	    n);
-	pull_conclude(p);
+	if (p->agree)
+		log_debug("start: asking %d of %zu members for the job's model", p->join->ndonors,
+		    n);
+	else
+		log_info("bootstrap: pulling the model from up to %d of %zu members",
+		    PULL_MAX_DONORS, n);
+	pull_conclude(p, now);
 }
 
 static void
@@ -543,7 +636,14 @@ pull_take(struct pull *p, double now, const char *from, const uint8_t *buf, size
 		j->stale++;
 		return;
 	}
-	if (gc.status < 0 || gc.off != c->off || gc.len != c->len) {
+	if (gc.status == -EAGAIN) {
+		/* It holds no model yet: asking it again at once would only
+		 * bounce, so it is out of this attempt (pull_conclude). */
+		j->refused++;
+		j->nomodel++;
+		c->ask[di] = ASK_FAILED;
+		pull_donor_fail(p, di, now);
+	} else if (gc.status < 0 || gc.off != c->off || gc.len != c->len) {
 		j->refused++;
 		c->ask[di] = ASK_FAILED;
 	} else {
@@ -579,7 +679,7 @@ pull_recv(struct pull *p, double now, const char *from, uint8_t type, const uint
 			break;
 		}
 		pull_take(p, now, from, buf, len);
-		pull_conclude(p);
+		pull_conclude(p, now);
 		break;
 	default:
 		p->malformed++;
@@ -598,7 +698,7 @@ pull_donor_down(struct pull *p, double now, const char *addr)
 		log_info("bootstrap: donor %s is gone; the others make up for it", addr);
 		pull_donor_fail(p, di, now);
 	}
-	pull_conclude(p);
+	pull_conclude(p, now);
 }
 
 double
@@ -624,9 +724,11 @@ pull_tick(struct pull *p, double now)
 		if (!c->have && (next < 0 || c->deadline < next))
 			next = c->deadline;
 	}
-	pull_conclude(p);
+	pull_conclude(p, now);
 	if (p->join != NULL)
 		return next;
+	if (p->joining && p->retry_at > now)
+		return p->retry_at;
 	if (p->joining && p->first_seen >= 0 && now < p->first_seen + PULL_DONOR_WAIT)
 		return p->first_seen + PULL_DONOR_WAIT;
 	return -1;

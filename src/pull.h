@@ -26,8 +26,22 @@
  * others' (gossip's GOSSIP_FAR_GAMMA, see pull.c), and a donor never
  * serves values of its own that are not finite.
  *
+ * The same pull gives a fresh job one starting model (pull_agree: an
+ * attached process's peer, start = agree in gossipd(8)). No member is
+ * special beforehand and none decides: a peer whose process attaches
+ * pulls from members that already hold a model (they got it the same way,
+ * or trained from their own because they came first), and when none of
+ * those it asked holds one, the member lowest in address order, which is
+ * always among them, starts from its own process's model; every peer
+ * reaches that rule on its own from the members it sees live. A peer
+ * alone after the donor wait starts from its own. The others ask again
+ * every PULL_AGREE_RETRY (the lowest's process may still be loading) until
+ * the deadline, then start from their own with a warning.
+ *
  * Both sides share one object because a peer is a donor exactly when it is
- * not pulling: a joiner refuses PULLs until its model is in. Like gossip
+ * not pulling: a joiner refuses PULLs until its model is in, and so does a
+ * peer whose model is not ready (an attached process has not taken its
+ * first step: the vector holds zeros or half of its values). Like gossip
  * and member it does no I/O and reads no clock: the caller passes the
  * time, sends through ops->send and feeds events in. Joiner log lines keep
  * the "bootstrap:" prefix and its stats the "bootstrap" key that operators
@@ -58,6 +72,9 @@ extern const struct proto pull_proto;
 /* Seconds a joiner that knows fewer than PULL_MAX_DONORS live members
  * waits for more before it starts. */
 #define PULL_DONOR_WAIT	1.0
+/* Seconds between the attempts of a start agreement whose donors held no
+ * model yet. */
+#define PULL_AGREE_RETRY	0.25
 /* Largest slice of a model one CHUNK carries (floats). */
 #define PULL_CHUNK_FLOATS	(64 * 1024)
 /* Chunks asked and not averaged yet, at most: 8 MiB from each donor keeps
@@ -79,6 +96,9 @@ struct pull_ops {
 	 * peer is a donor from now on); < 0 drops it, and the next
 	 * pull_members starts another. */
 	int (*pulled)(void *arg, const float *params, uint64_t step, const char *donors);
+	/* Start agreement: this peer's own model starts the job (why: a
+	 * sentence for the log); the peer is a donor from now on. */
+	void (*own)(void *arg, const char *why);
 	void *arg;
 };
 
@@ -92,6 +112,13 @@ int pull_new(struct model *m, double timeout, int joining, const struct pull_ops
 void pull_free(struct pull *p);
 /* Applies to chunk requests sent from now on. */
 void pull_set_timeout(struct pull *p, double timeout);
+/* Whether the model holds the job's values, which a donor serves only
+ * then (at pull_new: when not joining). */
+void pull_set_ready(struct pull *p, int ready);
+/* A start agreement (see top) instead of a joiner's pull: self is this
+ * peer's address as the others know it; after timeout seconds from the
+ * first pull_members it starts from its own model. */
+void pull_agree(struct pull *p, const char *self, double timeout);
 
 /* A PULL_T_FIRST..LAST message passed the transport. */
 void pull_recv(struct pull *p, double now, const char *from, uint8_t type, const uint8_t *buf,

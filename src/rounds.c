@@ -351,8 +351,27 @@ rounds_pulled(void *arg, const float *params, uint64_t step, const char *donors)
 	log_info("bootstrap: model pulled from %s; continuing from the donors' step %" PRIu64,
 	    donors, step);
 	r->joining = 0;
-	r->ops.pulled(r->ops.arg, step);
+	r->ops.pulled(r->ops.arg, step, 0);
 	return 0;
+}
+
+/* Start agreement: no member's model to pull; this peer's own starts. */
+static void
+rounds_own(void *arg, const char *why)
+{
+	struct rounds *r = arg;
+
+	log_info("start: %s: the job starts from this peer's own model", why);
+	r->joining = 0;
+	r->ops.pulled(r->ops.arg, 0, 1);
+}
+
+void
+rounds_agree(struct rounds *r, const char *self)
+{
+	pull_agree(r->pull, self, r->cfg->start_timeout);
+	rounds_set_ready(r, 0);
+	r->joining = 1;
 }
 
 void
@@ -417,8 +436,10 @@ rounds_apply_params(struct rounds *r, double now)
 void
 rounds_set_ready(struct rounds *r, int ready)
 {
-	if (r != NULL)
-		gossip_set_ready(r->gossip, ready);
+	if (r == NULL)
+		return;
+	gossip_set_ready(r->gossip, ready);
+	pull_set_ready(r->pull, ready);
 }
 
 void
@@ -436,7 +457,7 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 {
 	struct rounds *r = xcalloc(1, sizeof(*r));
 	struct gossip_ops gops = { rounds_send, rounds_done, rounds_step_now, rounds_refused, r };
-	struct pull_ops pops = { rounds_send, rounds_step_now, rounds_pulled, r };
+	struct pull_ops pops = { rounds_send, rounds_step_now, rounds_pulled, rounds_own, r };
 	struct gossip_params gp;
 	struct select_params sp = { cfg->select, cfg->bw_ratio, cfg->stale_after };
 	int rc;
@@ -455,7 +476,7 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 	}
 	/* An external trainer's model exists once a process or a checkpoint
 	 * filled the vector (attach's ready hook says when). */
-	gossip_set_ready(r->gossip, !joining && m->d > 0);
+	rounds_set_ready(r, !joining && m->d > 0);
 	*out = r;
 	return 0;
 }

@@ -47,8 +47,10 @@ struct rounds_ops {
 	/* The exchanges pace waited for are over: a step held for them (an
 	 * attached process's reply) may go on. */
 	void (*released)(void *arg);
-	/* The pulled model is in the model, at the donors' step: train. */
-	void (*pulled)(void *arg, uint64_t step);
+	/* The pulled model is in the model, at the donors' step: train. own:
+	 * a start agreement chose this peer's own model; nothing was pulled,
+	 * and the trainer brings its values (step 0). */
+	void (*pulled)(void *arg, uint64_t step, int own);
 	/* The closing phase ended for why. */
 	void (*closed)(void *arg, enum closing_reason why);
 	/* Call rounds_timer at this time (< 0: no deadline). */
@@ -63,6 +65,10 @@ struct rounds;
  * must be pulled before this peer trains. */
 int rounds_new(const struct config *cfg, struct model *m, int joining,
     const struct rounds_ops *ops, struct rounds **out, struct errbuf *err);
+/* Instead of joining: a fresh job's one starting model is agreed with the
+ * members before this peer trains (pull.h, start agreement); self is its
+ * address as the members know it. Before the model has a size. */
+void rounds_agree(struct rounds *r, const char *self);
 /* Gossip must outlive the transport's failing of the sends in flight that
  * point into it: free after the transport is closed. */
 void rounds_free(struct rounds *r);

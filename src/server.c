@@ -183,9 +183,9 @@ server_rounds_released(void *arg)
 }
 
 static void
-server_rounds_pulled(void *arg, uint64_t step)
+server_rounds_pulled(void *arg, uint64_t step, int own)
 {
-	daemon_start_training(arg, step);
+	daemon_start_training(arg, step, own);
 }
 
 static void
@@ -492,11 +492,21 @@ server_init_handles(struct daemon *d)
 	}
 }
 
+/* Whether this peer agrees a fresh job's starting model with the others
+ * (pull.h): its process will attach, no checkpoint gave it the model, and
+ * it is a member of a job it does not join. */
+static int
+server_agrees(struct daemon *d)
+{
+	return d->cfg.trainer == TRAINER_EXTERNAL && d->cfg.start == START_AGREE &&
+	    d->cfg.listen != NULL && d->cfg.join == NULL && trainer_no_model(d->trainer) != NULL;
+}
+
 int
 server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 {
 	uint64_t start_step;
-	int rc;
+	int agree, rc;
 
 	d->loop = loop;
 	server_init_handles(d);
@@ -528,17 +538,25 @@ server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 	/* Nothing is served before the loop runs: the socket may exist. */
 	if ((rc = server_resume(d, &start_step, err)) < 0)
 		goto runtime;
-	/* A joiner without a checkpoint stays joining until its pull is in. */
-	if (d->cfg.join == NULL || start_step > 0)
+	/* A joiner without a checkpoint stays joining until its pull is in,
+	 * and so does a fresh job's attached peer until its start is agreed. */
+	agree = server_agrees(d);
+	if ((d->cfg.join == NULL && !agree) || start_step > 0)
 		daemon_set_state(d, PEER_TRAINING);
 	if ((rc = server_open_transport(d, err)) < 0)
 		goto out;
-	if (d->state == PEER_JOINING) {
+	if (agree) {
+		rounds_agree(d->rounds, d->cfg.listen);
+		log_info("peer %016" PRIx64 " waits for its training process to attach, then "
+		    "for the job's starting model (start = agree), control socket %s", d->id,
+		    d->cfg.control);
+		service_status("waits for its training process, then the job's starting model");
+	} else if (d->state == PEER_JOINING) {
 		log_info("joining through %s: the model comes from donors before training",
 		    d->cfg.join);
 		service_status("joining through %s: pulling the model", d->cfg.join);
 	} else {
-		daemon_start_training(d, start_step);
+		daemon_start_training(d, start_step, start_step == 0);
 	}
 	/* Ready before a joiner's pull, not after it: service.h says why.
 	 * The socket listens; what connects is served once the loop runs,

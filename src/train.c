@@ -540,11 +540,14 @@ train_op_load(void *impl, const struct ckpt_state *st, struct errbuf *err)
 }
 
 static int
-train_op_start(void *impl, uint64_t step, char *what, size_t n, struct errbuf *err)
+train_op_start(void *impl, uint64_t step, int fresh, char *what, size_t n, struct errbuf *err)
 {
 	struct train *t = impl;
 	int rc;
 
+	/* Fresh or not, the model is in place: every peer builds the same
+	 * one from the job's seed. */
+	(void)fresh;
 	t->start_step = step;
 	t->prog.step = step;
 	t->prog.epoch = (uint32_t)(step / t->b.job_steps_per_epoch);

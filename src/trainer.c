@@ -45,9 +45,10 @@ trainer_load(struct trainer *t, const struct ckpt_state *st, struct errbuf *err)
 }
 
 int
-trainer_start(struct trainer *t, uint64_t step, char *what, size_t n, struct errbuf *err)
+trainer_start(struct trainer *t, uint64_t step, int fresh, char *what, size_t n,
+    struct errbuf *err)
 {
-	return t->ops->start(t->impl, step, what, n, err);
+	return t->ops->start(t->impl, step, fresh, what, n, err);
 }
 
 int

@@ -52,10 +52,12 @@ struct trainer_ops {
 	/* A checkpoint --resume found: -EINVAL with the reason when it was
 	 * written by another kind or model. */
 	int (*load)(void *impl, const struct ckpt_state *st, struct errbuf *err);
-	/* The model holds the job's parameters at step (resumed, pulled or
-	 * fresh): go. what gets a sentence for the log and the service
-	 * status, e.g. "training fmnist on cpu from step 0". */
-	int (*start)(void *impl, uint64_t step, char *what, size_t n, struct errbuf *err);
+	/* The model holds the job's parameters at step (resumed or pulled),
+	 * or fresh: nothing was loaded into it, and the trainer's own initial
+	 * values start the job: go. what gets a sentence for the log and the
+	 * service status, e.g. "training fmnist on cpu from step 0". */
+	int (*start)(void *impl, uint64_t step, int fresh, char *what, size_t n,
+	    struct errbuf *err);
 	/* It has progress of its own (before: zeros). */
 	int (*active)(void *impl);
 	/* Something trains right now (an attached process may be away). */
@@ -93,7 +95,7 @@ void trainer_free(struct trainer *t);
 
 const char *trainer_name(const struct trainer *t);
 int trainer_load(struct trainer *t, const struct ckpt_state *st, struct errbuf *err);
-int trainer_start(struct trainer *t, uint64_t step, char *what, size_t n,
+int trainer_start(struct trainer *t, uint64_t step, int fresh, char *what, size_t n,
     struct errbuf *err);
 int trainer_active(const struct trainer *t);
 int trainer_present(const struct trainer *t);

@@ -59,7 +59,9 @@ clean() {
 		"descriptors left open after detach"
 }
 
-fleet_job "a b" --trainer external --interval 1 --density 0.25
+# Each process brings its model (start own): what is checked here is
+# training and mixing at boundaries; tests/attach_start.sh checks the start.
+fleet_job "a b" --trainer external --interval 1 --density 0.25 --start own
 fleet_job "c" --trainer external
 
 # --- two processes train; exchanges are mixed in at step boundaries ---

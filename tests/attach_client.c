@@ -504,8 +504,10 @@ main(int argc, char **argv)
 		mapped = 0;
 		printf("{\"event\":\"unmapped\"}\n");
 	} else if (gd_client_fresh(c)) {
+		/* Each seed its own initial model, as processes seeding
+		 * themselves have. */
 		for (size_t i = 0; i < n; i++)
-			w[i] = (float)(0.1 * cos((double)i));
+			w[i] = (float)(0.1 * cos((double)i + 0.5 * (double)o.seed));
 	}
 	if ((g = calloc(n, sizeof(*g))) == NULL)
 		return ac_fail("calloc", -ENOMEM, "out of memory");

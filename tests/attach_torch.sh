@@ -24,8 +24,8 @@ fleet_keygen "$FLEET_DIR/key"
 fleet_job "a b" --trainer external
 for p in a b; do fleet_wait_status "$p" .attach.state waiting "wait for a process"; done
 
-# Both trainers start from the same model (--seed); the status check sees
-# each attached while it trains, which takes seconds.
+# Both trainers start from one model, the first's (start agree); the status
+# check sees each attached while it trains, which takes seconds.
 fleet_start ta "${CNN[@]}" --socket "$FLEET_DIR/a.sock" --shard 0/2 --limit-steps $STEPS \
 	--eval-every 100 --name ta
 fleet_start tb "${CNN[@]}" --socket "$FLEET_DIR/b.sock" --shard 1/2 --limit-steps $STEPS \
@@ -41,10 +41,13 @@ for p in a b; do
 	acc=$(sed -n 's/^final accuracy //p' "$FLEET_LOGS/t$p.log")
 	[ -n "$acc" ] || fleet_fail "t$p printed no final accuracy: $(fleet_tail "t$p")"
 	at_least "$acc" $BAR || fleet_fail "t$p: final accuracy $acc < $BAR"
-	grep -q "^attached: .*, fresh, step 0$" "$FLEET_LOGS/t$p.log" ||
-		fleet_fail "t$p did not attach fresh at step 0: $(head -n 3 "$FLEET_LOGS/t$p.log")"
 	ACC[$p]=$acc
 done
+# One start (--start agree): one process brought its model, the other got it.
+fresh=$(cat "$FLEET_LOGS/ta.log" "$FLEET_LOGS/tb.log" | grep -c "^attached: .*, fresh, step 0$")
+job=$(cat "$FLEET_LOGS/ta.log" "$FLEET_LOGS/tb.log" | grep -c "^attached: .*, the job's model, step ")
+[ "$fresh $job" = "1 1" ] || fleet_fail "want one process fresh at step 0 and one given the \
+job's model: $(grep -h '^attached' "$FLEET_LOGS/ta.log" "$FLEET_LOGS/tb.log" | tr '\n' ' ')"
 fleet_ok "both trained $STEPS steps: final accuracy ${ACC[a]} and ${ACC[b]} (>= $BAR)"
 
 for p in a b; do

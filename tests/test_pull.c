@@ -108,7 +108,7 @@ fake_pulled(void *arg, const float *params, uint64_t step, const char *donors)
 static void
 setup_spec(int n, const char *model)
 {
-	struct pull_ops ops = { fake_send, fake_step, fake_pulled, NULL };
+	struct pull_ops ops = { fake_send, fake_step, fake_pulled, NULL, NULL };
 	struct model_spec spec;
 	struct errbuf err;
 	struct rng r;

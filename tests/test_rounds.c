@@ -9,7 +9,10 @@
  * exchange ends; the closing phase exchanges back to back with no step
  * until its byte budget is spent, ends at once with no member left, and a
  * leave ends it; a joiner pulls from the live members and is told the
- * donors' step, then takes part in rounds.
+ * donors' step, then takes part in rounds. A fresh job's start agreement
+ * (pull.h) ends with one model everywhere: the lowest address's when no
+ * member holds one, a member's that does hold one otherwise, each its own
+ * past the deadline, the next lowest's when the source goes down.
  */
 #include <errno.h>
 #include <math.h>
@@ -41,7 +44,8 @@ struct peer {
 	uint64_t sent;          /* bytes it sent */
 	int reqs;               /* exchange requests it sent */
 	int released;
-	int pulled;
+	int pulled, own;
+	double first_step;      /* own start: when its process writes the model */
 	uint64_t pulled_step;
 	int closed;
 	enum closing_reason why;
@@ -124,15 +128,43 @@ fake_released(void *arg)
 }
 
 static void
-fake_pulled(void *arg, uint64_t step)
+fake_pulled(void *arg, uint64_t step, int own)
 {
 	struct peer *p = arg;
 
 	p->pulled++;
+	p->own += own;
 	p->pulled_step = step;
 	p->step = step;
 	rounds_start_at(p->r, step);
-	rounds_set_ready(p->r, 1);
+	/* An attached process answered fresh writes its model, and the
+	 * model is the job's at its first step; until then nothing of it
+	 * may be served. */
+	if (own)
+		p->first_step = now + 1;
+	else
+		rounds_set_ready(p->r, 1);
+}
+
+/* The processes of own starts take their first step, writing their
+ * values (other than the model held before). */
+static void
+first_steps(void)
+{
+	for (int i = 0; i < npeers; i++) {
+		struct peer *p = &peers[i];
+		float *x;
+
+		if (p->first_step <= 0 || now < p->first_step)
+			continue;
+		p->first_step = 0;
+		x = xmalloc(p->m->d * sizeof(float));
+		for (size_t k = 0; k < p->m->d; k++)
+			x[k] = (float)i + 1;
+		REQUIRE(model_restore(p->m, x, NULL) == 0);
+		free(x);
+		rounds_set_ready(p->r, 1);
+	}
 }
 
 static void
@@ -385,12 +417,140 @@ test_pull(void)
 	teardown();
 }
 
+/* Peers of list[] agree on a start (their processes attached): deliver
+ * and let time pass until every one of them trains or limit passes. */
+static void
+agree_run(const int *list, int n, double limit)
+{
+	int done = 0;
+
+	for (int i = 0; i < n; i++)
+		rounds_members_changed(peers[list[i]].r, now);
+	for (double end = now + limit; now < end && done < n;) {
+		pump();
+		advance(now + 0.05);
+		first_steps();
+		done = 0;
+		for (int i = 0; i < n; i++)
+			done += peers[list[i]].pulled && peers[list[i]].first_step == 0;
+	}
+}
+
+/* Peer i holds peer src's model (pulls average equal answers). */
+static int
+same_model(int i, int src)
+{
+	float *a = xmalloc(peers[i].m->d * sizeof(float));
+	float *b = xmalloc(peers[i].m->d * sizeof(float));
+	struct model_range all = { 0, peers[i].m->d };
+	int same = 1;
+
+	REQUIRE(model_gather(peers[i].m, &all, 1, a) == 0);
+	REQUIRE(model_gather(peers[src].m, &all, 1, b) == 0);
+	for (size_t k = 0; k < all.len && same; k++)
+		same = fabsf(a[k] - b[k]) <= 1e-6f * (1 + fabsf(b[k]));
+	free(a);
+	free(b);
+	return same;
+}
+
+/* Every peer of a fresh job agrees: the lowest address starts from its
+ * own, the others pull its model. */
+static void
+test_agree(void)
+{
+	int all[] = { 0, 1, 2, 3 };
+
+	setup(4, -1);
+	for (int i = 0; i < 4; i++)
+		rounds_agree(peers[i].r, peers[i].addr);
+	agree_run(all, 4, 5);
+	CHECKF(peers[0].pulled == 1 && peers[0].own == 1, "lowest: started %d, own %d",
+	    peers[0].pulled, peers[0].own);
+	for (int i = 1; i < 4; i++) {
+		CHECKF(peers[i].pulled == 1 && peers[i].own == 0, "peer %d: started %d, own %d",
+		    i, peers[i].pulled, peers[i].own);
+		CHECKF(same_model(i, 0), "peer %d holds another model than the lowest's", i);
+	}
+	teardown();
+}
+
+/* A member that holds a model already (it came first, alone) gives it
+ * even to a lower address. */
+static void
+test_agree_first(void)
+{
+	int late[] = { 0, 1 };
+
+	setup(3, -1);
+	rounds_agree(peers[0].r, peers[0].addr);
+	rounds_agree(peers[1].r, peers[1].addr);
+	agree_run(late, 2, 5);
+	CHECKF(peers[0].own == 0 && peers[1].own == 0, "own starts: %d %d", peers[0].own,
+	    peers[1].own);
+	CHECK(same_model(0, 2) && same_model(1, 2));
+	teardown();
+}
+
+/* The lowest's process never attaches: past start_timeout the others
+ * start from their own, and not before. */
+static void
+test_agree_deadline(void)
+{
+	int rest[] = { 1, 2 };
+	double t0;
+
+	setup(3, -1);
+	cfg.start_timeout = 2;
+	for (int i = 0; i < 3; i++)
+		rounds_agree(peers[i].r, peers[i].addr);
+	t0 = now;
+	agree_run(rest, 2, 1.5);
+	CHECK(peers[1].pulled == 0 && peers[2].pulled == 0);
+	agree_run(rest, 2, 2);
+	CHECKF(peers[1].own == 1 && peers[2].own == 1, "own starts: %d %d", peers[1].own,
+	    peers[2].own);
+	CHECKF(now >= t0 + 2, "started %.2f s after the attach", now - t0);
+	teardown();
+
+	/* Alone: its own, after the donor wait. */
+	setup(1, -1);
+	rounds_agree(peers[0].r, peers[0].addr);
+	agree_run((int[]){ 0 }, 1, 3);
+	CHECK(peers[0].own == 1);
+	teardown();
+}
+
+/* The source goes down before anyone has its model: the next lowest
+ * starts from its own and the rest take that one. */
+static void
+test_agree_source_down(void)
+{
+	int rest[] = { 1, 2, 3 };
+
+	setup(4, -1);
+	for (int i = 0; i < 4; i++)
+		rounds_agree(peers[i].r, peers[i].addr);
+	peers[0].up = 0;
+	for (int i = 1; i < 4; i++)
+		rounds_peer_down(peers[i].r, now, peers[0].addr);
+	agree_run(rest, 3, 5);
+	CHECKF(peers[1].own == 1, "next lowest: own %d", peers[1].own);
+	CHECK(peers[2].own == 0 && peers[3].own == 0);
+	CHECK(same_model(2, 1) && same_model(3, 1));
+	teardown();
+}
+
 static const struct check_case cases[] = {
 	{ "rounds_interval", test_interval },
 	{ "rounds_busy_retries", test_busy_retries },
 	{ "rounds_lag", test_lag },
 	{ "rounds_closing", test_closing },
 	{ "rounds_pull", test_pull },
+	{ "rounds_agree", test_agree },
+	{ "rounds_agree_first", test_agree_first },
+	{ "rounds_agree_deadline", test_agree_deadline },
+	{ "rounds_agree_source_down", test_agree_source_down },
 	{ NULL, NULL }
 };
 
