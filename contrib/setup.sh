@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PKGS="build-essential autoconf automake pkg-config libuv1-dev libfabric-dev
 libfabric-bin libsodium-dev libssl-dev libopenblas-dev zlib1g-dev libjansson-dev libinih-dev
 dataset-fashion-mnist fortunes python3 python3-torch procps iproute2 jq clang libtool
-libsystemd-dev systemd prometheus"
+libsystemd-dev systemd prometheus gnuplot-nox"
 
 missing=
 for p in $PKGS; do

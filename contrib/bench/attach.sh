@@ -59,9 +59,13 @@
 #   PAIRS [3]  OVERHEAD_STEPS [400]  GOSSIPD_OPTS [] more gossipd options
 # Output in DIR: accuracy-evals.csv (every evaluation), accuracy.csv (one row
 # per gossip peer and one for DDP), overhead.csv (one row per trainer run),
-# load.txt (uptime through the run), table.txt (also printed at the end);
-# raw logs under DIR/raw/. contrib/bench/attach_report.py makes the CSV
-# files and the table from the raw logs (it may be run again on them).
+# load.txt (uptime through the run), table.txt (also printed at the end),
+# accuracy-steps.png and accuracy-bytes.png (every gossip peer's evaluations
+# and DDP's against steps and against bytes sent, log scale, DDP black and
+# thick; through gnuplot, contrib/bench/plot.py: without it a warning and no
+# plots); raw logs under DIR/raw/. contrib/bench/attach_report.py makes the
+# CSV files, the table and the plots from the raw logs (it may be run again
+# on them).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -5,8 +5,11 @@ Usage: attach_report.py --out DIR [--target 0.90] [--bar 0.91] [accuracy] [overh
 Reads DIR/raw/gossip/ (meta.json, pids, t*.out, status.txt, ss.txt, rc),
 DIR/raw/ddp/ (meta.json, w0.out, rc) and DIR/raw/overhead/ (meta.json,
 runs.txt, daemon_cpu.txt, K-MODE-tI.out, rc); writes DIR/accuracy-evals.csv,
-DIR/accuracy.csv, DIR/overhead.csv and DIR/table.txt (also printed). The
-definitions of the figures are in attach.sh's header. Standard library only.
+DIR/accuracy.csv, DIR/overhead.csv, DIR/table.txt (also printed) and, through
+gnuplot (plot.py; skipped with a warning without it), DIR/accuracy-steps.png
+and DIR/accuracy-bytes.png: every gossip peer's evaluations and DDP's against
+steps and against bytes sent, on one chart each. The definitions of the
+figures are in attach.sh's header. Standard library only.
 """
 import argparse
 import bisect
@@ -15,6 +18,9 @@ import json
 import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot import PALETTE, plot  # noqa: E402
 
 
 def jlines(path):
@@ -140,6 +146,29 @@ def mb(v):
     return "-" if v is None else "%.3f MB" % (v / 1e6)
 
 
+def plots(out, g, dd):
+    """DIR/accuracy-steps.png and accuracy-bytes.png: one line a gossip peer,
+    DDP's black and thick."""
+    steps, nbytes, styles = {}, {}, {}
+    for r in g["peers"] + dd["peers"]:
+        is_ddp = r["system"] == "ddp"
+        lab = "DDP (gloo), %d workers, one model" % dd["meta"]["peers"] if is_ddp else (
+            "gossip peer %d (gossipd + torch_cnn.py)" % r["peer"])
+        steps[lab] = [(e["step"], e["accuracy"]) for e in r["evals"]]
+        nbytes[lab] = [(e.get("bytes_sent"), e["accuracy"]) for e in r["evals"]]
+        styles[lab] = dict(color="#000000", width=3) if is_ddp else dict(
+            color=PALETTE[r["peer"] % len(PALETTE)], width=1.5)
+    what = "attach.sh: %d gossipd peers (%s) against DDP" % (
+        g["meta"]["peers"], g["meta"]["options"].replace("--trainer external ", "").strip())
+    ylabel = "test accuracy (periodic evaluation)"
+    a = plot(os.path.join(out, "accuracy-steps.png"), steps, what + ": accuracy against steps",
+             "step (of the peer; DDP: of every worker)", ylabel, styles=styles)
+    b = plot(os.path.join(out, "accuracy-bytes.png"), nbytes, what + ": accuracy against bytes sent",
+             "bytes sent by the peer, log scale (gossipd: its bytes_sent counter; DDP: all-reduce "
+             "volume per worker)", ylabel, logx=True, styles=styles)
+    return a or b
+
+
 def accuracy(out, target, bar, lines):
     g = gossip_part(os.path.join(out, "raw", "gossip"), target)
     dd = ddp_part(os.path.join(out, "raw", "ddp"), target)
@@ -157,6 +186,7 @@ def accuracy(out, target, bar, lines):
                                 "%.2f" % (e["t"] - r["start"]["t"]) if r["start"] else "",
                                 "%.4f" % e["accuracy"],
                                 "" if e.get("bytes_sent") is None else "%.0f" % e["bytes_sent"]])
+    plotted = plots(out, g, dd)
     fields = ["system", "peer", "steps", "final_accuracy_full", "final_ge_bar",
               "last_eval_accuracy", "t_target_launch_s", "t_target_train_s", "step_target",
               "bytes_target", "ddp_bytes_over_this", "bytes_total", "exchanges",
@@ -262,6 +292,7 @@ def accuracy(out, target, bar, lines):
     if notes:
         lines.append("  NOTE: " + "; ".join(notes))
     lines.append("")
+    return plotted
 
 
 def overhead(out, lines):
@@ -384,8 +415,9 @@ def main():
     ap.add_argument("parts", nargs="*", default=["accuracy", "overhead"])
     a = ap.parse_args()
     lines = []
+    plotted = False
     if "accuracy" in a.parts:
-        accuracy(a.out, a.target, a.bar, lines)
+        plotted = accuracy(a.out, a.target, a.bar, lines)
     if "overhead" in a.parts:
         overhead(a.out, lines)
     lp = os.path.join(a.out, "load.txt")
@@ -396,7 +428,7 @@ def main():
     with open(os.path.join(a.out, "table.txt"), "w") as fh:
         fh.write(text)
     sys.stdout.write(text)
-    print("\nCSV files and raw logs in %s" % a.out)
+    print("\nCSV files%s and raw logs in %s" % (", PNG plots" if plotted else "", a.out))
     return 0
 
 

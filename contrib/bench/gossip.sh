@@ -67,7 +67,12 @@
 # Output in OUTDIR: SYSTEM-evals.csv (every evaluation: time, peer, step,
 # accuracy, bytes sent), SYSTEM-job.csv (the job's mean/min accuracy and
 # mean bytes per peer against time), summary.csv, table.md (also printed);
-# raw logs under OUTDIR/raw/SYSTEM/.
+# accuracy-steps-iid.png and accuracy-bytes-iid.png (the systems on iid
+# shards), accuracy-steps-skewed.png and accuracy-bytes-skewed.png (those on
+# skewed ones): every peer's evaluations against its steps and against its
+# bytes sent (log scale), one line a peer, one colour a system, DDP's black
+# and thick on each (drawn by gnuplot through contrib/bench/plot.py; without
+# gnuplot, a warning and no plots); raw logs under OUTDIR/raw/SYSTEM/.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -4,7 +4,11 @@
 Usage: gossip_report.py --out OUTDIR [--target 0.85] SYSTEM...
 Reads OUTDIR/raw/SYSTEM/ (gossipd: meta.json, p*.log, status.jsonl, ss.txt,
 ckpt*/; DDP: meta.json, w0.out) and writes OUTDIR/SYSTEM-evals.csv,
-OUTDIR/SYSTEM-job.csv, OUTDIR/summary.csv and OUTDIR/table.md. The
+OUTDIR/SYSTEM-job.csv, OUTDIR/summary.csv, OUTDIR/table.md and, through
+gnuplot (plot.py; skipped with a warning without it), for each scenario
+(iid, skewed) OUTDIR/accuracy-steps-SCENARIO.png and
+accuracy-bytes-SCENARIO.png: every peer's evaluations against its steps and
+its bytes sent, every system of the scenario and DDP on one chart. The
 definitions of the figures are in gossip.sh's header. Needs numpy only: the
 gossipd peers' final checkpoints are evaluated on the whole test set, and
 averaged, by ckpt_average.py (the job's average model, and each peer's
@@ -22,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ckpt_average import average, ckpt_accuracy  # noqa: E402
+from plot import PALETTE, plot  # noqa: E402
 
 EVAL_RE = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) \S+\s+step (\d+) epoch (\d+): "
                      r"test loss (\S+) accuracy (\S+)")
@@ -182,6 +187,55 @@ def job_curve(r):
     return curve
 
 
+def scenario(meta):
+    """iid or skewed: a gossipd system's shards (DDP's are iid, and it is
+    drawn in both scenarios' plots as the reference)."""
+    opts = meta["options"].split()
+    part = opts[opts.index("--partition") + 1] if "--partition" in opts else "iid"
+    return "iid" if part == "iid" else "skewed"
+
+
+def plots(out, res):
+    """OUTDIR/accuracy-steps-SCENARIO.png and accuracy-bytes-SCENARIO.png:
+    every evaluation of every gossipd peer of the scenario's systems (one
+    colour a system, one line a peer) and DDP's (black, thick)."""
+    ddp = [s for s, r in res.items() if r["meta"]["kind"] == "ddp"]
+    written = False
+    for sc in ("iid", "skewed"):
+        systems = [s for s, r in res.items()
+                   if r["meta"]["kind"] != "ddp" and scenario(r["meta"]) == sc]
+        if not systems:
+            continue
+        steps, nbytes, styles = {}, {}, {}
+        for i, s in enumerate(systems + ddp):
+            r = res[s]
+            is_ddp = r["meta"]["kind"] == "ddp"
+            peers = sorted({p for _, p, _, _, _, _ in r["rows"]})
+            for p in peers:
+                lab = "%s p%d" % (s, p)
+                ev = [x for x in r["rows"] if x[1] == p]
+                steps[lab] = [(step, acc) for _, _, step, acc, _, _ in ev]
+                nbytes[lab] = [(b, acc) for _, _, _, acc, b, _ in ev]
+                styles[lab] = dict(
+                    color="#000000" if is_ddp else PALETTE[i % len(PALETTE)],
+                    width=3 if is_ddp else 1.2,
+                    key=None if p != peers[0] else (
+                        "%s: DDP, %d workers, one model%s" % (
+                            s, r["meta"]["peers"], "" if sc == "iid" else " (iid shards)")
+                        if is_ddp else "%s: gossipd, %d peers" % (s, len(peers))))
+        where = "iid shards" if sc == "iid" else "label-skewed shards"
+        ylabel = "test accuracy (periodic evaluation)"
+        written |= plot(os.path.join(out, "accuracy-steps-%s.png" % sc), steps,
+                        "gossip.sh, %s: accuracy against steps, every peer" % where,
+                        "step (of the peer; DDP: of every worker)", ylabel, styles=styles)
+        written |= plot(os.path.join(out, "accuracy-bytes-%s.png" % sc), nbytes,
+                        "gossip.sh, %s: accuracy against bytes sent, every peer" % where,
+                        "bytes sent by the peer, log scale (gossipd: its bytes_sent "
+                        "counter; DDP: all-reduce volume per worker)",
+                        ylabel, logx=True, styles=styles)
+    return written
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -307,8 +361,9 @@ def main():
     with open(os.path.join(a.out, "table.md"), "w") as f:
         f.write(table)
     sys.stdout.write(table)
-    print("\nCSV files and raw logs in %s (summary.csv has the every-peer time, "
-          "gossip-only bytes and the ss cross-check)" % a.out)
+    plotted = plots(a.out, res)
+    print("\nCSV files%s and raw logs in %s (summary.csv has the every-peer time, "
+          "gossip-only bytes and the ss cross-check)" % (", PNG plots" if plotted else "", a.out))
     return 0
 
 
