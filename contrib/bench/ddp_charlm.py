@@ -59,10 +59,10 @@ def main():
     lo, hi = lm.shard_range(len(train), a.rank, a.world)
     train = train[lo:hi]
     data_seed = a.data_seed if a.data_seed is not None else a.seed + 1000 * a.rank
-    vx = lm.val_windows(val, a)
+    vx = lm.val_windows(val, a).to(a.device)
 
     torch.manual_seed(a.seed)
-    model = lm.CharLM(len(vocab), a.width, a.layers, a.heads, a.context)
+    model = lm.CharLM(len(vocab), a.width, a.layers, a.heads, a.context).to(a.device)
     ddp = nn.parallel.DistributedDataParallel(model)
     opt = lm.make_optimizer(a, model)
     d = sum(p.numel() for p in model.parameters())
@@ -74,7 +74,7 @@ def main():
     step, losses, val_loss, eval_s = 0, [], None, 0.0
     t0 = time.perf_counter()
     while step < a.steps:
-        xy = lm.batch_at(train, a, data_seed, step)
+        xy = lm.batch_at(train, a, data_seed, step).to(a.device)
         for group in opt.param_groups:
             group["lr"] = lm.lr_at(a, step)
         opt.zero_grad(set_to_none=True)

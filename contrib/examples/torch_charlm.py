@@ -258,6 +258,7 @@ def add_training_args(ap):
     ap.add_argument("--eval-batches", type=int, default=8,
                     help="validation windows: this many batches of --batch")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    ap.add_argument("--device", default="cpu", help="where the model trains: cpu or cuda[:N]")
     ap.add_argument("--corpus", default=CORPUS, help="directory of the fortune files")
 
 
@@ -288,10 +289,10 @@ def main():
     lo, hi = shard_range(len(train), i, n)
     train = train[lo:hi]
     data_seed = args.data_seed if args.data_seed is not None else args.seed + 1000 * i
-    vx = val_windows(val, args)
+    vx = val_windows(val, args).to(args.device)
 
     torch.manual_seed(args.seed)        # before the model: every peer starts alike
-    model = CharLM(len(vocab), args.width, args.layers, args.heads, args.context)
+    model = CharLM(len(vocab), args.width, args.layers, args.heads, args.context).to(args.device)
     opt = make_optimizer(args, model)   # its state (Adam's moments) stays here
     params = sum(p.numel() for p in model.parameters())
     peer = None
@@ -317,7 +318,7 @@ def main():
     start, losses, val_loss, evaluated = step, [], None, -1
     eval_s, peer_s = 0.0, 0.0
     while step < args.steps:
-        xy = batch_at(train, args, data_seed, step)
+        xy = batch_at(train, args, data_seed, step).to(args.device)
         for group in opt.param_groups:
             group["lr"] = lr_at(args, step)
         opt.zero_grad(set_to_none=True)

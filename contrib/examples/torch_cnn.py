@@ -7,8 +7,9 @@ parameters shared with a gossipd peer started with --trainer external:
 
 The gossipd lines are marked "gossipd:"; --no-gossip runs the same loop
 without them (to measure what attaching costs). Each peer of a job trains on
-its own shard of the training set; --seed must be the same for all of them,
-so that every peer starts from the same model. Training continues from the
+its own shard of the training set. Every peer starts from one model: the
+daemons agree on it (gossipd(8), START) whatever --seed each process has.
+Training continues from the
 step the peer reports when it already holds the job's model (a process that
 attached before, a checkpoint, a joiner's pull).
 
