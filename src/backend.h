@@ -61,6 +61,9 @@ struct backend_ops {
 	    float *values);
 	int (*average_in)(struct backend *b, const struct model_range *r, size_t nr,
 	    const float *values);
+	/* x[S] += values (an outer optimizer's step); NULL: not supported. */
+	int (*add_in)(struct backend *b, const struct model_range *r, size_t nr,
+	    const float *values);
 };
 
 struct backend {
@@ -85,6 +88,8 @@ void backend_shared_bind(struct backend *b, float *mem, size_t d);
 int backend_host_gather(const float *x, const struct model_range *r, size_t nr,
     float *values);
 int backend_host_average_in(float *x, const struct model_range *r, size_t nr,
+    const float *values);
+int backend_host_add_in(float *x, const struct model_range *r, size_t nr,
     const float *values);
 
 int backend_cpu_new(const struct model_spec *spec, const struct backend_opts *o,

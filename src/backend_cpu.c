@@ -383,6 +383,19 @@ backend_host_average_in(float *x, const struct model_range *r, size_t nr,
 	return 0;
 }
 
+int
+backend_host_add_in(float *x, const struct model_range *r, size_t nr, const float *values)
+{
+	for (size_t i = 0; i < nr; i++) {
+		float *restrict y = x + r[i].off;
+
+		for (size_t j = 0; j < r[i].len; j++)
+			y[j] += values[j];
+		values += r[i].len;
+	}
+	return 0;
+}
+
 static int
 cpu_gather(struct backend *b, const struct model_range *r, size_t nr, float *values)
 {
@@ -394,6 +407,12 @@ cpu_average_in(struct backend *b, const struct model_range *r, size_t nr,
     const float *values)
 {
 	return backend_host_average_in(((struct backend_cpu *)b)->x, r, nr, values);
+}
+
+static int
+cpu_add_in(struct backend *b, const struct model_range *r, size_t nr, const float *values)
+{
+	return backend_host_add_in(((struct backend_cpu *)b)->x, r, nr, values);
 }
 
 static int
@@ -419,6 +438,7 @@ static const struct backend_ops cpu_ops = {
 	.evaluate = cpu_evaluate,
 	.gather = cpu_gather,
 	.average_in = cpu_average_in,
+	.add_in = cpu_add_in,
 };
 
 int

@@ -94,6 +94,12 @@ shared_average_in(struct backend *b, const struct model_range *r, size_t nr,
 	return backend_host_average_in(((struct backend_shared *)b)->x, r, nr, values);
 }
 
+static int
+shared_add_in(struct backend *b, const struct model_range *r, size_t nr, const float *values)
+{
+	return backend_host_add_in(((struct backend_shared *)b)->x, r, nr, values);
+}
+
 static const struct backend_ops shared_ops = {
 	.name = "shared",
 	.free = shared_free,
@@ -106,6 +112,7 @@ static const struct backend_ops shared_ops = {
 	.evaluate = shared_evaluate,
 	.gather = shared_gather,
 	.average_in = shared_average_in,
+	.add_in = shared_add_in,
 };
 
 int

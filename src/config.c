@@ -102,6 +102,13 @@ static const struct config_key config_keys[] = {
 	  "adaptive: a link unused this long is a candidate again (default: 10)" },
 	{ "exchange_timeout", 0, "SECONDS", CT_DOUBLE, OFF(exchange_timeout), 0.01, 3600, NULL, 1,
 	  "deadline of one exchange or model-chunk pull (default: 5)" },
+	{ "outer_lr", 0, "X", CT_DOUBLE, OFF(outer_lr), 0.01, 10, NULL, 0,
+	  "outer step every outer_interval steps: learning rate on what the peer's steps and"
+	  " exchanges changed since the last one; 1 with outer_momentum 0 = off (default: 1)" },
+	{ "outer_momentum", 0, "X", CT_DOUBLE, OFF(outer_momentum), 0, 0.999, NULL, 0,
+	  "outer step: Nesterov momentum (default: 0)" },
+	{ "outer_interval", 0, "STEPS", CT_INT, OFF(outer_interval), 1, 1000000, NULL, 0,
+	  "outer step: trainer steps between two (default: 16)" },
 	{ "start", 0, "agree|own", CT_ENUM, OFF(start), 0, 0, NULL, 0,
 	  "external trainer, fresh job: every peer starts from one model (the first"
 	  " member's to hold one; if none does, the lowest address's), or each from its"
@@ -348,6 +355,8 @@ config_defaults(struct config *c)
 	c->stale_after = 10;
 	c->exchange_timeout = 5;
 	c->start_timeout = 60;
+	c->outer_lr = 1;
+	c->outer_interval = 16;
 	c->log_level = xstrdup("info");
 	c->probe_interval = 500;
 	c->probe_timeout = 200;
@@ -507,9 +516,21 @@ config_rule_job(const struct config *c, struct errbuf *err)
 	return 0;
 }
 
+/* The outer step adds to the model on the host (outer.h). */
+static int
+config_rule_outer(const struct config *c, struct errbuf *err)
+{
+	if ((c->outer_lr != 1 || c->outer_momentum > 0) && c->trainer == TRAINER_BUILTIN &&
+	    strncmp(c->device, "cuda", 4) == 0)
+		return errbuf_set(err, -EINVAL, "outer_lr, outer_momentum: the outer step needs "
+		    "device cpu (the cuda backend has no increment)");
+	return 0;
+}
+
 static int (*const config_rules[])(const struct config *c, struct errbuf *err) = {
 	config_rule_key_file, config_rule_listen, config_rule_metrics_listen, config_rule_probe,
 	config_rule_resume, config_rule_model, config_rule_mask, config_rule_job,
+	config_rule_outer,
 };
 
 static int

@@ -56,6 +56,9 @@ struct config {
 	double bw_ratio;           /* adaptive: candidates >= max bandwidth / bw_ratio */
 	double stale_after;        /* adaptive: seconds before an unused link is retried */
 	double exchange_timeout;   /* seconds an exchange or model pull may take */
+	double outer_lr;           /* outer step (outer.h): learning rate */
+	double outer_momentum;     /* its Nesterov momentum */
+	int outer_interval;        /* trainer steps between outer steps */
 	enum start_rule start;     /* external trainer: one starting model, or each its own */
 	double start_timeout;      /* seconds a start agreement waits for a model */
 	/* closing phase (closing.h): after the training budget */

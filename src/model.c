@@ -28,6 +28,7 @@
 struct model_mix {
 	size_t r0, nr;        /* into pending_r */
 	size_t v0;            /* into pending_v */
+	int add;              /* x += values (model_add_in), not an average */
 };
 
 /* The public struct model, plus what only this file needs. */
@@ -287,9 +288,9 @@ model_flush_mixes(struct model_priv *mp)
 	for (size_t i = 0; i < mp->nmix && rc == 0; i++) {
 		const struct model_mix *x = &mp->mixes[i];
 
-		rc = be->ops->average_in(be, mp->pending_r + x->r0, x->nr,
-		    mp->pending_v + x->v0);
-		mp->applied += rc == 0;
+		rc = (x->add ? be->ops->add_in : be->ops->average_in)(be, mp->pending_r + x->r0,
+		    x->nr, mp->pending_v + x->v0);
+		mp->applied += rc == 0 && !x->add;
 	}
 	mp->nmix = mp->nr = mp->nv = 0;
 	pthread_mutex_unlock(&mp->mix_lock);
@@ -316,7 +317,7 @@ model_grow(void **p, size_t *cap, size_t need, size_t elem)
 /* Queue a mix for the trainer; -ENOSPC when the queue is full. */
 static int
 model_queue_mix(struct model_priv *mp, const struct model_range *r, size_t nr,
-    const float *values, size_t nv)
+    const float *values, size_t nv, int add)
 {
 	int rc = 0;
 
@@ -329,7 +330,7 @@ model_queue_mix(struct model_priv *mp, const struct model_range *r, size_t nr,
 	    sizeof(*r))) == 0 &&
 	    (rc = model_grow((void **)&mp->pending_v, &mp->vcap, mp->nv + nv,
 	    sizeof(*values))) == 0) {
-		mp->mixes[mp->nmix++] = (struct model_mix){ mp->nr, nr, mp->nv };
+		mp->mixes[mp->nmix++] = (struct model_mix){ mp->nr, nr, mp->nv, add };
 		memcpy(mp->pending_r + mp->nr, r, nr * sizeof(*r));
 		memcpy(mp->pending_v + mp->nv, values, nv * sizeof(*values));
 		mp->nr += nr;
@@ -453,9 +454,10 @@ model_gather(struct model *m, const struct model_range *r, size_t nr, float *val
 	return rc;
 }
 
-int
-model_average_in(struct model *m, const struct model_range *r, size_t nr,
-    const float *values)
+/* average_in, or add_in when add: now, or queued (see model.h). */
+static int
+model_mix_in(struct model *m, const struct model_range *r, size_t nr, const float *values,
+    int add)
 {
 	struct model_priv *mp = (struct model_priv *)m;
 	size_t nv = 0;
@@ -463,6 +465,8 @@ model_average_in(struct model *m, const struct model_range *r, size_t nr,
 
 	if ((rc = model_ranges_check(m, r, nr, values)) < 0 || nr == 0)
 		return rc;
+	if (add && m->be->ops->add_in == NULL)
+		return -ENOTSUP;
 	pthread_mutex_lock(&mp->mix_lock);
 	held = mp->held;
 	pthread_mutex_unlock(&mp->mix_lock);
@@ -473,7 +477,7 @@ model_average_in(struct model *m, const struct model_range *r, size_t nr,
 	if (held || pthread_rwlock_trywrlock(&m->lock) != 0) {
 		for (size_t i = 0; i < nr; i++)
 			nv += r[i].len;
-		if ((rc = model_queue_mix(mp, r, nr, values, nv)) == 0)
+		if ((rc = model_queue_mix(mp, r, nr, values, nv, add)) == 0)
 			return 0;
 		if (held)
 			return rc == -ENOSPC ? -EBUSY : rc;
@@ -481,14 +485,27 @@ model_average_in(struct model *m, const struct model_range *r, size_t nr,
 	}
 	rc = model_flush_mixes(mp);
 	if (rc == 0)
-		rc = m->be->ops->average_in(m->be, r, nr, values);
-	if (rc == 0) {
+		rc = (add ? m->be->ops->add_in : m->be->ops->average_in)(m->be, r, nr, values);
+	if (rc == 0 && !add) {
 		pthread_mutex_lock(&mp->mix_lock);
 		mp->applied++;
 		pthread_mutex_unlock(&mp->mix_lock);
 	}
 	pthread_rwlock_unlock(&m->lock);
 	return rc;
+}
+
+int
+model_average_in(struct model *m, const struct model_range *r, size_t nr,
+    const float *values)
+{
+	return model_mix_in(m, r, nr, values, 0);
+}
+
+int
+model_add_in(struct model *m, const struct model_range *r, size_t nr, const float *values)
+{
+	return model_mix_in(m, r, nr, values, 1);
 }
 
 int

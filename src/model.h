@@ -67,6 +67,11 @@ int model_gather(struct model *m, const struct model_range *r, size_t nr, float 
 /* x[S] <- (x[S] + values) / 2 on the ranges. */
 int model_average_in(struct model *m, const struct model_range *r, size_t nr,
     const float *values);
+/* x[S] += values, applied or queued as a mix is, in order with the mixes
+ * (an outer optimizer's step: an increment, so that a training step taken
+ * meanwhile is kept); not counted in model_mixes. -ENOTSUP on a backend
+ * without it (cuda). */
+int model_add_in(struct model *m, const struct model_range *r, size_t nr, const float *values);
 /* Copy parameters (x) and momentum (v) to host memory; v may be NULL.
  * Queued mixes are applied first, unless the vector is held. */
 int model_snapshot(struct model *m, float *x, float *v);

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "pace.h"
 #include "pull.h"
+#include "outer.h"
 #include "rounds.h"
 #include "train.h"
 
@@ -30,6 +31,8 @@ struct rounds {
 	struct select *select;
 	struct pull *pull;
 	struct pace *pace;
+	struct outer *outer;      /* the outer step, when cfg enables it */
+	uint64_t outer_step;      /* step of the last outer step */
 	struct closing closing;
 	double close_at;          /* the closing phase's next move; < 0: none */
 	uint64_t round_step;      /* step at which the last round began */
@@ -163,12 +166,31 @@ rounds_start(struct rounds *r, double now, const char *exclude)
 
 /* Start a round if `interval` steps have passed since the last one began.
  * The trainer waits for it only with lag (pace). */
+/* An outer step (outer.h) every outer_interval steps. */
+static void
+rounds_outer(struct rounds *r, uint64_t step)
+{
+	const struct config *c = r->cfg;
+	struct outer_params p = { c->outer_lr, c->outer_momentum, c->outer_interval };
+	int rc;
+
+	if (r->outer == NULL || (outer_anchored(r->outer) &&
+	    step < r->outer_step + (uint64_t)c->outer_interval))
+		return;
+	r->outer_step = step;
+	if ((rc = outer_step(r->outer, r->m, &p)) < 0 && rc != -EDOM)
+		log_warn("outer step: %s", strerror(-rc));
+}
+
 void
 rounds_on_step(struct rounds *r, double now)
 {
 	uint64_t step;
 
-	if (r == NULL || r->joining || gossip_active(r->gossip))
+	if (r == NULL || r->joining)
+		return;
+	rounds_outer(r, rounds_step_now(r));
+	if (gossip_active(r->gossip))
 		return;
 	step = rounds_step_now(r);
 	if (step < r->round_step + (uint64_t)r->cfg->interval)
@@ -181,8 +203,11 @@ rounds_on_step(struct rounds *r, double now)
 void
 rounds_start_at(struct rounds *r, uint64_t step)
 {
-	if (r != NULL)
-		r->round_step = step;
+	if (r == NULL)
+		return;
+	r->round_step = r->outer_step = step;
+	/* The model is the job's from here: the outer step anchors at it. */
+	outer_reset(r->outer);
 }
 
 /* The closing phase ends when a rule of closing_check says so; 1 if it
@@ -468,6 +493,9 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 	r->joining = joining;
 	r->close_at = -1;
 	rounds_gossip_params(r, &gp);
+	if (outer_enabled(&(struct outer_params){ cfg->outer_lr, cfg->outer_momentum,
+	    cfg->outer_interval }))
+		outer_new(&r->outer);
 	if ((rc = gossip_new(&gp, m, &gops, &r->gossip)) < 0 ||
 	    (rc = select_new(&sp, &r->select)) < 0 || (rc = pace_new(&r->pace)) < 0 ||
 	    (rc = pull_new(m, cfg->exchange_timeout, joining, &pops, &r->pull)) < 0) {
@@ -487,6 +515,7 @@ rounds_free(struct rounds *r)
 	if (r == NULL)
 		return;
 	pull_free(r->pull);
+	outer_free(r->outer);
 	gossip_free(r->gossip);
 	select_free(r->select);
 	pace_free(r->pace);
@@ -546,4 +575,6 @@ rounds_stats_json(const struct rounds *r, json_t *stats)
 	gossip_stats_json(r->gossip, stats);
 	select_stats_json(r->select, stats);
 	pull_stats_json(r->pull, stats);
+	if (r->outer != NULL)
+		outer_stats_json(r->outer, stats);
 }

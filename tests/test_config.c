@@ -195,6 +195,10 @@ test_config(void)
 		    "--mask-block", "117574" } },
 		{ "mask_block", { "--model", "784-10", "--density", "0.9", "--mask-block",
 		    "4000" } },
+		{ "outer_lr, outer_momentum: the outer step needs device cpu", { "--device",
+		    "cuda", "--outer-momentum", "0.9" } },
+		{ "outer_momentum", { "--outer-momentum", "1" } },
+		{ "start", { "--start", "first" } },
 		/* peers: parsed at load, each address by the same rule. */
 		{ "peers: 'h:0'", { "--listen", "127.0.0.1:7000", "--key-file", "k", "--peers",
 		    "127.0.0.1:7001,h:0" } },
