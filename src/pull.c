@@ -95,10 +95,10 @@ struct pull {
 	int joining;              /* no model yet: pull before serving */
 	int ready;                /* holds the job's model: may serve it */
 	double first_seen;        /* when a joiner first knew a member; < 0 not yet */
-	/* Start agreement (pull_agree): the deadline, this peer's address,
-	 * and when the next attempt may start after every donor had none. */
+	double retry_at;          /* after a failed attempt: the next, not before */
+	/* Start agreement (pull_agree): its deadline, this peer's address. */
 	int agree;
-	double agree_timeout, retry_at;
+	double agree_timeout;
 	char self[WIRE_ADDR_MAX + 1];
 	struct pull_join *join;   /* the attempt running, if any */
 	uint8_t *wire;            /* the donor's CHUNK */
@@ -544,7 +544,7 @@ pull_agree_failed(struct pull *p, const struct pull_join *j, double now)
 		pull_own(p, "the deadline (start_timeout) passed before a member holding a model "
 		    "answered; the members' starting models may differ");
 	else
-		p->retry_at = now + PULL_AGREE_RETRY;
+		p->retry_at = now + PULL_RETRY;
 }
 
 /* After every event of a joiner's: a failed attempt makes way for the
@@ -563,12 +563,15 @@ pull_conclude(struct pull *p, double now)
 		pull_agree_failed(p, j, now);
 	} else if (j->failed) {
 		log_warn("bootstrap: every donor failed; trying others");
+		p->retry_at = now + PULL_RETRY;
 	} else {
 		for (int i = 0; i < j->ndonors; i++)
 			at += (size_t)snprintf(donors + at, sizeof(donors) - at, "%s%s",
 			    i ? "," : "", j->donors[i].addr);
-		if (p->ops.pulled(p->ops.arg, j->x, j->step, donors) == 0)
-			p->joining = 0, p->ready = 1;
+		if (p->ops.pulled(p->ops.arg, j->x, j->step, donors) == 0) {
+			p->joining = 0;
+			p->ready = 1;
+		}
 	}
 	pull_join_free(j);
 }
@@ -638,7 +641,8 @@ pull_take(struct pull *p, double now, const char *from, const uint8_t *buf, size
 	}
 	if (gc.status == -EAGAIN) {
 		/* It holds no model yet: asking it again at once would only
-		 * bounce, so it is out of this attempt (pull_conclude). */
+		 * bounce (as it did, at network rate), so it is out of this
+		 * attempt, and the next waits PULL_RETRY. */
 		j->refused++;
 		j->nomodel++;
 		c->ask[di] = ASK_FAILED;

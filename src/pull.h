@@ -11,7 +11,7 @@
  * a time, and averages the answers chunk by chunk. A donor that fails, refuses, goes down or
  * misses the deadline contributes nothing to a chunk; a chunk nobody
  * answered is asked again from the donors still standing; when every donor
- * has failed, the next pull_members call picks others. When every chunk
+ * has failed, the next pull_members call, PULL_RETRY later, picks others. When every chunk
  * is in, ops->pulled gets the average and the highest step any donor
  * reported (and with it the learning-rate position).
  *
@@ -35,7 +35,7 @@
  * always among them, starts from its own process's model; every peer
  * reaches that rule on its own from the members it sees live. A peer
  * alone after the donor wait starts from its own. The others ask again
- * every PULL_AGREE_RETRY (the lowest's process may still be loading) until
+ * every PULL_RETRY (the lowest's process may still be loading) until
  * the deadline, then start from their own with a warning.
  *
  * Both sides share one object because a peer is a donor exactly when it is
@@ -72,9 +72,9 @@ extern const struct proto pull_proto;
 /* Seconds a joiner that knows fewer than PULL_MAX_DONORS live members
  * waits for more before it starts. */
 #define PULL_DONOR_WAIT	1.0
-/* Seconds between the attempts of a start agreement whose donors held no
- * model yet. */
-#define PULL_AGREE_RETRY	0.25
+/* Seconds from an attempt whose every donor failed (held no model yet,
+ * went down, timed out) to the next. */
+#define PULL_RETRY	0.25
 /* Largest slice of a model one CHUNK carries (floats). */
 #define PULL_CHUNK_FLOATS	(64 * 1024)
 /* Chunks asked and not averaged yet, at most: 8 MiB from each donor keeps
