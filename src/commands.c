@@ -141,11 +141,13 @@ commands_stats(struct daemon *d)
 	return stats;
 }
 
-/* One member as `peers` lists it: membership's view and select's. */
+/* One member as `peers` lists it: membership's view, select's and
+ * trust's. */
 static json_t *
 commands_peer(struct daemon *d, const struct member_info *e, double now)
 {
 	const struct select_link *l = rounds_link(d->rounds, e->addr);
+	const struct trust_member *t = rounds_trust(d->rounds, e->addr);
 	json_t *refused = json_object();
 	char id[17];
 
@@ -154,7 +156,7 @@ commands_peer(struct daemon *d, const struct member_info *e, double now)
 		    json_integer((json_int_t)(l ? l->offences[r] : 0)));
 	snprintf(id, sizeof(id), "%016" PRIx64, e->id);
 	return json_pack("{s:s, s:s, s:s, s:I, s:b, s:o, s:o, s:o, s:f, s:o, s:o, s:I, s:I,"
-	    " s:o}",
+	    " s:o, s:f, s:o, s:I, s:f}",
 	    "id", id, "addr", e->addr, "state", member_state_name(e->state),
 	    "incarnation", (json_int_t)e->incarnation, "self", e->self,
 	    "rtt", e->rtt < 0 ? json_null() : util_json_real(e->rtt),
@@ -166,7 +168,11 @@ commands_peer(struct daemon *d, const struct member_info *e, double now)
 	    "last_exchange", l == NULL || l->last_used < 0 ? json_null() :
 	    json_real(now - l->last_used),
 	    "selected", (json_int_t)(l ? l->selected : 0),
-	    "exchanges", (json_int_t)(l ? l->exchanges : 0), "refused", refused);
+	    "exchanges", (json_int_t)(l ? l->exchanges : 0), "refused", refused,
+	    "suspicion", t ? t->suspicion : 0.0,
+	    "distance", t == NULL || t->distance < 0 ? json_null() : util_json_real(t->distance),
+	    "clipped", (json_int_t)(t ? t->clipped : 0),
+	    "share", t ? t->share : 1.0);
 }
 
 static int

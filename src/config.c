@@ -102,6 +102,10 @@ static const struct config_key config_keys[] = {
 	  "adaptive: a link unused this long is a candidate again (default: 10)" },
 	{ "exchange_timeout", 0, "SECONDS", CT_DOUBLE, OFF(exchange_timeout), 0.01, 3600, NULL, 1,
 	  "deadline of one exchange or model-chunk pull (default: 5)" },
+	{ "clip_factor", 0, "X", CT_DOUBLE, OFF(clip_factor), 0, 1000, NULL, 1,
+	  "robust mixing: a received slice farther from this peer's values than X times the"
+	  " members' median distance is pulled in to that radius, and a member whose slices"
+	  " keep lying that far is suspect and shunned; 0 = off (default: 2)" },
 	{ "outer_lr", 0, "X", CT_DOUBLE, OFF(outer_lr), 0.01, 10, NULL, 0,
 	  "outer step every outer_interval steps: learning rate on what the peer's steps and"
 	  " exchanges changed since the last one; 1 with outer_momentum 0 = off (default: 1)" },
@@ -354,6 +358,7 @@ config_defaults(struct config *c)
 	c->bw_ratio = 4;
 	c->stale_after = 10;
 	c->exchange_timeout = 5;
+	c->clip_factor = 2;
 	c->start_timeout = 60;
 	c->outer_lr = 1;
 	c->outer_interval = 16;

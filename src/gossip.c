@@ -21,6 +21,8 @@
 #include "drift.h"
 #include "log.h"
 #include "mask.h"
+#include "origin.h"
+#include "trust.h"
 #include "wire.h"
 
 /* Weight of a new sample in the consensus-distance EWMA. */
@@ -51,6 +53,10 @@ struct gossip {
 	struct gossip_scratch own;    /* the exchange this peer initiated */
 	struct gossip_scratch serve;  /* answering someone else's */
 	struct drift *drift;          /* mode delta's anchor (drift.h) */
+	struct trust *trust;          /* borrowed; may be NULL */
+	struct origin *origin;        /* for trust: where this peer started */
+	gossip_tamper_fn tamper;      /* test builds only */
+	void *tamper_arg;
 
 	double distance, distance_rel;
 	uint64_t partner_step;    /* the step of the latest OK REPLY */
@@ -74,6 +80,7 @@ const struct proto gossip_proto = {
 static const char *const gossip_refusal_names[GOSSIP_REFUSE_N] = {
 	[GOSSIP_REFUSE_NONFINITE] = "nonfinite",
 	[GOSSIP_REFUSE_FAR] = "far",
+	[GOSSIP_REFUSE_SUSPECT] = "suspect",
 };
 
 struct gossip_send_ctx {
@@ -135,8 +142,8 @@ gossip_new(const struct gossip_params *p, struct model *m, const struct gossip_o
 	g->distance = -1;
 	g->distance_rel = -1;
 	g->ready = 1;
-	if (drift_new(&g->drift) < 0) {
-		free(g);
+	if (drift_new(&g->drift) < 0 || origin_new(&g->origin) < 0) {
+		gossip_free(g);
 		return -ENOMEM;
 	}
 	*out = g;
@@ -160,6 +167,7 @@ gossip_free(struct gossip *g)
 	gossip_scratch_free(&g->own);
 	gossip_scratch_free(&g->serve);
 	drift_free(g->drift);
+	origin_free(g->origin);
 	free(g);
 }
 
@@ -170,12 +178,36 @@ gossip_set_params(struct gossip *g, const struct gossip_params *p)
 }
 
 void
+gossip_set_trust(struct gossip *g, struct trust *t)
+{
+	g->trust = t;
+}
+
+void
+gossip_set_tamper(struct gossip *g, gossip_tamper_fn fn, void *arg)
+{
+	g->tamper = fn;
+	g->tamper_arg = arg;
+}
+
+/* The test build's fault on values about to leave; the peer's own
+ * bookkeeping of the exchange sees them too, as it is the faulty one. */
+static void
+gossip_tamper(struct gossip *g, struct gossip_scratch *sc)
+{
+	if (g->tamper != NULL)
+		g->tamper(g->tamper_arg, &sc->mask, sc->mine, sc->mask.count, g->distance);
+}
+
+void
 gossip_set_ready(struct gossip *g, int ready)
 {
 	/* The model was replaced (pulled from donors): its drift is not
 	 * this peer's learning. */
-	if (ready && !g->ready)
+	if (ready && !g->ready) {
 		drift_reset(g->drift);
+		origin_reset(g->origin);
+	}
 	g->ready = ready;
 }
 
@@ -242,42 +274,93 @@ gossip_note_mixed(struct gossip *g, struct gossip_scratch *sc)
 	drift_mixed(g->drift, &sc->mask, sc->theirs);
 }
 
-/* May sc->theirs be mixed into sc->mine? Returns GOSSIP_REFUSE_N when it
- * may, with its RMS distance in *rms; else the reason, counted and
- * reported. The scale is this peer's own recent state: the EWMA of the
- * distances it accepted, and the RMS of its own slice (which early in a
- * job, when peers still agree, is far above their distance). */
-static enum gossip_refusal
-gossip_vet(struct gossip *g, const struct gossip_scratch *sc, size_t n, const char *from,
-    double *rms, double *own_rms)
+/* Pull sc->theirs in to radius of sc->mine: the move of a mix shrinks
+ * by the same factor, its direction kept. */
+static void
+gossip_clip(struct gossip_scratch *sc, size_t n, double keep)
 {
-	double sum = 0, own = 0, scale;
-	enum gossip_refusal why = GOSSIP_REFUSE_N;
+	for (size_t i = 0; i < n; i++)
+		sc->theirs[i] = sc->mine[i] + (float)keep * (sc->theirs[i] - sc->mine[i]);
+}
 
-	if (!gossip_finite(sc->theirs, n)) {
-		why = GOSSIP_REFUSE_NONFINITE;
-	} else {
-		for (size_t i = 0; i < n; i++) {
-			double e = (double)sc->mine[i] - (double)sc->theirs[i];
-
-			sum += e * e;
-			own += (double)sc->mine[i] * (double)sc->mine[i];
-		}
-		*rms = sqrt(sum / (double)(n ? n : 1));
-		*own_rms = sqrt(own / (double)(n ? n : 1));
-		scale = fmax(fmax(g->distance, *own_rms), GOSSIP_FAR_FLOOR);
-		if (!(*rms <= GOSSIP_FAR_GAMMA * scale))
-			why = GOSSIP_REFUSE_FAR;
-		else if (*rms / scale > g->far_ratio_max)
-			g->far_ratio_max = *rms / scale;
-	}
-	if (why == GOSSIP_REFUSE_N)
-		return why;
+/* Counts and reports a refusal of values from `from`. */
+static enum gossip_refusal
+gossip_refuse(struct gossip *g, const char *from, double now, enum gossip_refusal why)
+{
 	g->rejected[why]++;
-	log_warn("gossip: refused values from %s: %s", from, gossip_refusal_name(why));
+	if (why != GOSSIP_REFUSE_SUSPECT) {
+		log_warn("gossip: refused values from %s: %s", from, gossip_refusal_name(why));
+		if (g->trust != NULL)
+			trust_refused(g->trust, from, now);
+	}
 	if (g->ops.refused != NULL)
 		g->ops.refused(g->ops.arg, from, why);
 	return why;
+}
+
+/* What trust (trust.h) says of a slice that passed the bounds: pulled in
+ * to its radius and weighed by its sender's trust, in place (*rms with
+ * it), or refused as a suspect's. */
+static enum gossip_refusal
+gossip_trust(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *from,
+    double now, double *rms)
+{
+	struct trust_slice sl = { .rms = *rms };
+	double keep;
+	int was, is;
+
+	if (g->trust == NULL)
+		return GOSSIP_REFUSE_N;
+	/* the origin only where trust judges (and holds d floats) */
+	sl.radius = trust_radius(g->trust, now);
+	if (sl.radius > 0 && origin_share(g->origin, g->m, &sc->mask, sc->mine, sc->theirs,
+	    &sl.share, &sl.way) < 0)
+		sl.way = 0;
+	was = trust_suspect(g->trust, from);
+	is = trust_observe(g->trust, from, now, &sl);
+	if (is != was)
+		log_warn("gossip: %s is %s", from, is ? "suspect: its values are no longer mixed" :
+		    "no longer suspect");
+	if (is)
+		return gossip_refuse(g, from, now, GOSSIP_REFUSE_SUSPECT);
+	keep = trust_weight(g->trust, from);
+	if (sl.radius > 0 && *rms > sl.radius)
+		keep *= sl.radius / *rms;
+	if (keep < 1) {
+		gossip_clip(sc, n, keep);
+		*rms *= keep;
+	}
+	return GOSSIP_REFUSE_N;
+}
+
+/* May sc->theirs be mixed into sc->mine? Returns GOSSIP_REFUSE_N when it
+ * may, with its RMS distance in *rms (after any clipping); else the
+ * reason, counted and reported. The scale is this peer's own recent
+ * state: the EWMA of the distances it accepted, and the RMS of its own
+ * slice (which early in a job, when peers still agree, is far above their
+ * distance). */
+static enum gossip_refusal
+gossip_vet(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *from,
+    double now, double *rms, double *own_rms)
+{
+	double sum = 0, own = 0, scale;
+
+	if (!gossip_finite(sc->theirs, n))
+		return gossip_refuse(g, from, now, GOSSIP_REFUSE_NONFINITE);
+	for (size_t i = 0; i < n; i++) {
+		double e = (double)sc->mine[i] - (double)sc->theirs[i];
+
+		sum += e * e;
+		own += (double)sc->mine[i] * (double)sc->mine[i];
+	}
+	*rms = sqrt(sum / (double)(n ? n : 1));
+	*own_rms = sqrt(own / (double)(n ? n : 1));
+	scale = fmax(fmax(g->distance, *own_rms), GOSSIP_FAR_FLOOR);
+	if (!(*rms <= GOSSIP_FAR_GAMMA * scale))
+		return gossip_refuse(g, from, now, GOSSIP_REFUSE_FAR);
+	if (*rms / scale > g->far_ratio_max)
+		g->far_ratio_max = *rms / scale;
+	return gossip_trust(g, sc, n, from, now, rms);
 }
 
 static double
@@ -363,6 +446,7 @@ gossip_start(struct gossip *g, double now, const char *addr)
 		g->own_nonfinite++;
 		return -EDOM;
 	}
+	gossip_tamper(g, &g->own);
 	q = (struct gossip_req){ .mode = g->p.mode, .values = g->p.values,
 	    .block = (uint32_t)g->p.block, .nonce = nonce, .d = g->m->d,
 	    .count = g->own.mask.count, .step = g->ops.step(g->ops.arg),
@@ -436,7 +520,8 @@ gossip_serve_slice(struct gossip *g, const struct gossip_mode_row *row,
 
 /* Responder: mix the initiator's values in and answer with ours. */
 static void
-gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len)
+gossip_on_req(struct gossip *g, double now, const char *from, const uint8_t *buf,
+    size_t len)
 {
 	const struct gossip_mode_row *row;
 	struct gossip_reply r = { .status = GOSSIP_REPLY_OK };
@@ -491,7 +576,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 		return;
 	}
 	gossip_values_get(g->serve.theirs, q.vals, q.count, q.values);
-	if (gossip_vet(g, &g->serve, q.count, from, &rms, &own_rms) != GOSSIP_REFUSE_N) {
+	if (gossip_vet(g, &g->serve, q.count, from, now, &rms, &own_rms) != GOSSIP_REFUSE_N) {
 		gossip_reply_status(g, from, q.nonce, GOSSIP_REPLY_REFUSED);
 		return;
 	}
@@ -511,6 +596,7 @@ gossip_on_req(struct gossip *g, const char *from, const uint8_t *buf, size_t len
 	r.nonce = q.nonce;
 	r.count = q.count;
 	r.step = g->ops.step(g->ops.arg);
+	gossip_tamper(g, &g->serve);
 	if (gossip_reply_encode(&r, g->serve.mine, g->serve.wire, g->serve.wcap, &rlen) == 0)
 		g->ops.send(g->ops.arg, from, GOSSIP_T_REPLY, g->serve.wire, rlen, NULL, NULL);
 	gossip_note_distance(g, rms, own_rms);
@@ -550,7 +636,7 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 		return;
 	}
 	gossip_values_get(g->own.theirs, r.vals, r.count, g->p.values);
-	if (gossip_vet(g, &g->own, r.count, from, &rms, &own_rms) != GOSSIP_REFUSE_N ||
+	if (gossip_vet(g, &g->own, r.count, from, now, &rms, &own_rms) != GOSSIP_REFUSE_N ||
 	    model_average_in(g->m, g->own.mask.r, g->own.mask.n, g->own.theirs) < 0) {
 		g->failed++;
 		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes + len);
@@ -569,7 +655,7 @@ gossip_recv(struct gossip *g, double now, const char *from, uint8_t type, const 
 {
 	switch (type) {
 	case GOSSIP_T_REQ:
-		gossip_on_req(g, from, buf, len);
+		gossip_on_req(g, now, from, buf, len);
 		break;
 	case GOSSIP_T_REPLY:
 		gossip_on_reply(g, now, from, buf, len);

@@ -31,11 +31,13 @@
  * exceeds GOSSIP_FAR_GAMMA times max(the EWMA of accepted distances, the
  * RMS of our own slice), is refused whole: the responder answers REFUSED,
  * the initiator ends the exchange as failed, and ops->refused names the
- * sender. Refusing rather than clipping (ClippedGossip) because with one
- * partner per exchange there is no aggregate to clip towards: a clipped
- * bad peer still drags this one by the clip radius every exchange, while
- * a refusal costs an honest partner one exchange at most. A peer never
- * sends values of its own that are not finite (no REQ, or REFUSED
+ * sender. What passes goes to trust (trust.h), when one is set: a slice
+ * farther than the members' median distance times the clip factor is
+ * pulled in to that radius before it is mixed, and a member whose slices
+ * keep lying far is suspect and refused (reason suspect) until they come
+ * back near. Clipping alone would let a bad partner drag this peer by the
+ * radius every exchange; the suspicion ends that after a few. A peer
+ * never sends values of its own that are not finite (no REQ, or REFUSED
  * instead).
  */
 #ifndef GD_GOSSIP_H
@@ -76,6 +78,7 @@ extern const struct proto gossip_proto;
 enum gossip_refusal {
 	GOSSIP_REFUSE_NONFINITE,  /* a NaN or an infinity */
 	GOSSIP_REFUSE_FAR,        /* farther from ours than the bound allows */
+	GOSSIP_REFUSE_SUSPECT,    /* from a member trust suspects */
 	GOSSIP_REFUSE_N
 };
 
@@ -108,6 +111,14 @@ struct gossip_ops {
 };
 
 struct gossip;
+struct mask;
+struct trust;
+
+/* Rewrites the count values of this peer's own about to be sent on mask
+ * (distance: the consensus distance, < 0 unknown): a fault injected by
+ * the test build's --fault (fault.h), never set in the installed daemon. */
+typedef void (*gossip_tamper_fn)(void *arg, const struct mask *mask, float *vals,
+    size_t count, double distance);
 
 const char *gossip_values_name(enum gossip_values v);
 const char *gossip_refusal_name(enum gossip_refusal r);
@@ -121,6 +132,11 @@ int gossip_new(const struct gossip_params *p, struct model *m, const struct goss
 void gossip_free(struct gossip *g);
 /* density, values, mode, timeout may change between exchanges. */
 void gossip_set_params(struct gossip *g, const struct gossip_params *p);
+
+/* Received slices go through t (borrowed; NULL: refused only when not
+ * finite or far). */
+void gossip_set_trust(struct gossip *g, struct trust *t);
+void gossip_set_tamper(struct gossip *g, gossip_tamper_fn fn, void *arg);
 
 /* A peer that has no model of the job yet (a joiner still pulling it)
  * answers every REQ with BUSY. New: ready. */

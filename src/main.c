@@ -18,6 +18,9 @@
 #include <uv.h>
 
 #include "config.h"
+#ifdef GOSSIPD_FAULTS
+#include "fault.h"
+#endif
 #include "server.h"
 #include "log.h"
 
@@ -122,6 +125,29 @@ main_reclaim_signals(void)
 	}
 }
 
+#ifdef GOSSIPD_FAULTS
+/* The test build's --fault KIND[:X] (fault.h), taken out of argv before
+ * the configuration sees it. */
+static int
+main_fault(int *argc, char **argv, struct fault **f, struct errbuf *err)
+{
+	int rc;
+
+	for (int i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], "--fault") != 0)
+			continue;
+		if (i + 1 >= *argc)
+			return errbuf_set(err, -EINVAL, "fault: needs KIND[:X]");
+		rc = fault_parse(argv[i + 1], f, err);
+		/* argv[argc] is NULL, and moves with the rest */
+		memmove(&argv[i], &argv[i + 2], (size_t)(*argc - i - 1) * sizeof(*argv));
+		*argc -= 2;
+		return rc;
+	}
+	return 0;
+}
+#endif
+
 int
 main(int argc, char **argv)
 {
@@ -130,9 +156,18 @@ main(int argc, char **argv)
 	enum log_level level;
 	uv_loop_t *loop;
 	int rc, e;
+#ifdef GOSSIPD_FAULTS
+	struct fault *fault = NULL;
+#endif
 
 	main_reclaim_signals();
 	memset(&d, 0, sizeof(d));
+#ifdef GOSSIPD_FAULTS
+	if (main_fault(&argc, argv, &fault, &err) < 0) {
+		fprintf(stderr, "gossipd: %s\n", err.msg);
+		return DAEMON_EXIT_USAGE;
+	}
+#endif
 	if ((rc = config_load(&d.cfg, argc, argv, &err)) != 0) {
 		if (rc < 0)
 			fprintf(stderr, "gossipd: %s\n", err.msg);
@@ -163,10 +198,17 @@ main(int argc, char **argv)
 	loop = uv_default_loop();
 	if (server_open(&d, loop, &err) < 0)
 		log_error("%s", err.msg);
+#ifdef GOSSIPD_FAULTS
+	else if (fault != NULL && d.rounds != NULL)
+		fault_attach(fault, d.rounds, d.model);
+#endif
 	uv_run(loop, UV_RUN_DEFAULT);
 	uv_loop_close(loop);
 	rc = d.exit_code;
 out:
 	server_free(&d);
+#ifdef GOSSIPD_FAULTS
+	fault_free(fault);
+#endif
 	return rc;
 }

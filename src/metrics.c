@@ -289,6 +289,17 @@ static const struct metric_def metric_defs[] = {
 	    "rounds with no partner to pick" },
 	{ "select", "candidates_last", MK_NUMBER, "gossipd_select_candidates", G, NULL,
 	    "candidates at the latest pick" },
+	/* stats.trust: robust mixing (trust.h) */
+	{ "trust", "factor", MK_NUMBER, "gossipd_trust_clip_factor", G, NULL,
+	    "clipping radius as a multiple of the members' median distance (0: off)" },
+	{ "trust", "radius", MK_NUMBER, "gossipd_trust_radius", G, NULL,
+	    "current clipping radius of received slices (absent without a quorum)" },
+	{ "trust", "members", MK_NUMBER, "gossipd_trust_members", G, NULL,
+	    "members this peer keeps a suspicion score of" },
+	{ "trust", "suspects", MK_NUMBER, "gossipd_trust_suspects", G, NULL,
+	    "members whose suspicion is at least 0.5: not partners, not mixed" },
+	{ "trust", "clipped", MK_NUMBER, "gossipd_trust_clipped_total", C, NULL,
+	    "received slices pulled in to the clipping radius" },
 	/* stats.pull: serving chunks to joiners */
 	{ "pull", "chunks_served", MK_NUMBER, "gossipd_pull_chunks_served_total", C, NULL,
 	    "model chunks served to joiners" },
@@ -351,6 +362,14 @@ static const struct metric_def metric_defs[] = {
 	    "exchanges finished with the member" },
 	{ "peer", "refused", MK_MAP, "gossipd_peer_refused_total", C, "reason",
 	    "model slices from the member refused, by reason" },
+	{ "peer", "suspicion", MK_NUMBER, "gossipd_peer_suspicion", G, NULL,
+	    "how much this peer suspects the member, 0 to 1 (0.5 and above: shunned)" },
+	{ "peer", "distance", MK_NUMBER, "gossipd_peer_distance", G, NULL,
+	    "RMS distance of the member's latest slice from this peer's values" },
+	{ "peer", "clipped", MK_NUMBER, "gossipd_peer_clipped_total", C, NULL,
+	    "slices of the member pulled in to the clipping radius" },
+	{ "peer", "share", MK_NUMBER, "gossipd_peer_share", G, NULL,
+	    "how much of this peer's way since its origin the member's slices share (1: all; a stale model about 0)" },
 	{ "peer", "self", MK_SKIP, NULL, NULL, NULL, NULL },
 };
 
@@ -370,7 +389,7 @@ static const struct {
 /* The sections whose fields are exported, in this order. */
 static const char *const sections[] = {
 	"status", "attach", "closing", "train", "model", "transport", "membership", "gossip",
-	"select", "pull", "bootstrap", "http", "peer",
+	"select", "trust", "pull", "bootstrap", "http", "peer",
 };
 
 struct render {

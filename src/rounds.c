@@ -20,6 +20,7 @@
 #include "outer.h"
 #include "rounds.h"
 #include "train.h"
+#include "trust.h"
 
 _Static_assert(GOSSIP_REFUSE_N <= SELECT_REASONS, "select counts every gossip refusal");
 
@@ -32,6 +33,7 @@ struct rounds {
 	struct pull *pull;
 	struct pace *pace;
 	struct outer *outer;      /* the outer step, when cfg enables it */
+	struct trust *trust;      /* what gossip received, per member (trust.h) */
 	uint64_t outer_step;      /* step of the last outer step */
 	struct closing closing;
 	double close_at;          /* the closing phase's next move; < 0: none */
@@ -61,6 +63,25 @@ rounds_live(struct rounds *r)
 	for (size_t i = 0; i < n; i++)
 		r->addrs[i] = r->names[i];
 	return n;
+}
+
+/* The first n addrs with the members trust suspects moved behind the
+ * rest; returns how many are not suspect, or n when all are (a peer whose
+ * every partner looks bad is more likely the odd one out). */
+static size_t
+rounds_trusted(struct rounds *r, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!trust_suspect(r->trust, r->addrs[i])) {
+			const char *a = r->addrs[k];
+
+			r->addrs[k++] = r->addrs[i];
+			r->addrs[i] = a;
+		}
+	}
+	return k > 0 ? k : n;
 }
 
 /* Ask the owner for the nearest exchange, pull or closing deadline. */
@@ -152,7 +173,8 @@ rounds_start(struct rounds *r, double now, const char *exclude)
 	/* the density may follow the step budget (rounds_density) */
 	rounds_gossip_params(r, &gp);
 	gossip_set_params(r->gossip, &gp);
-	partner = select_pick(r->select, now, r->addrs, n, exclude);
+	trust_set_params(r->trust, &(struct trust_params){ r->cfg->clip_factor });
+	partner = select_pick(r->select, now, r->addrs, rounds_trusted(r, n), exclude);
 	/* -EDOM: our own values are not finite; the partner is not to blame. */
 	if (partner != NULL && (rc = gossip_start(r->gossip, now, partner)) < 0 && rc != -EDOM)
 		select_record(r->select, partner, now, 0, 0, 0);
@@ -498,10 +520,12 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 		outer_new(&r->outer);
 	if ((rc = gossip_new(&gp, m, &gops, &r->gossip)) < 0 ||
 	    (rc = select_new(&sp, &r->select)) < 0 || (rc = pace_new(&r->pace)) < 0 ||
+	    (rc = trust_new(&(struct trust_params){ cfg->clip_factor }, &r->trust)) < 0 ||
 	    (rc = pull_new(m, cfg->exchange_timeout, joining, &pops, &r->pull)) < 0) {
 		rounds_free(r);
 		return errbuf_set(err, rc, "gossip: %s", strerror(-rc));
 	}
+	gossip_set_trust(r->gossip, r->trust);
 	/* An external trainer's model exists once a process or a checkpoint
 	 * filled the vector (attach's ready hook says when). */
 	rounds_set_ready(r, !joining && m->d > 0);
@@ -517,6 +541,7 @@ rounds_free(struct rounds *r)
 	pull_free(r->pull);
 	outer_free(r->outer);
 	gossip_free(r->gossip);
+	trust_free(r->trust);
 	select_free(r->select);
 	pace_free(r->pace);
 	free(r->names);
@@ -540,6 +565,18 @@ const struct select_link *
 rounds_link(const struct rounds *r, const char *addr)
 {
 	return r != NULL ? select_link(r->select, addr) : NULL;
+}
+
+const struct trust_member *
+rounds_trust(const struct rounds *r, const char *addr)
+{
+	return r != NULL ? trust_member(r->trust, addr) : NULL;
+}
+
+void
+rounds_set_tamper(struct rounds *r, gossip_tamper_fn fn, void *arg)
+{
+	gossip_set_tamper(r->gossip, fn, arg);
 }
 
 uint64_t
@@ -574,6 +611,7 @@ rounds_stats_json(const struct rounds *r, json_t *stats)
 		return;
 	gossip_stats_json(r->gossip, stats);
 	select_stats_json(r->select, stats);
+	trust_stats_json(r->trust, util_now(), stats);
 	pull_stats_json(r->pull, stats);
 	if (r->outer != NULL)
 		outer_stats_json(r->outer, stats);

@@ -26,10 +26,12 @@
 
 #include "closing.h"
 #include "config.h"
+#include "gossip.h"
 #include "model.h"
 #include "proto.h"
 #include "select.h"
 #include "trainer.h"
+#include "trust.h"
 #include "wire.h"
 
 /* Partners tried in one round when each answers BUSY. */
@@ -104,6 +106,10 @@ void rounds_stop(struct rounds *r);
 struct pace *rounds_pace(struct rounds *r);
 const struct closing *rounds_closing(const struct rounds *r);
 const struct select_link *rounds_link(const struct rounds *r, const char *addr);
+/* NULL if gossip never received a slice from addr. */
+const struct trust_member *rounds_trust(const struct rounds *r, const char *addr);
+/* The test build's fault injection (gossip_set_tamper). */
+void rounds_set_tamper(struct rounds *r, gossip_tamper_fn fn, void *arg);
 uint64_t rounds_exchanges(const struct rounds *r);
 /* status's exchange fields, and stats' gossip, select and bootstrap. */
 void rounds_status_json(const struct rounds *r, json_t *st);

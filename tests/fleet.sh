@@ -410,6 +410,18 @@ fleet_ctl() {
 	"$GOSSIPCTL" -s "$FLEET_DIR/$name.sock" "$@"
 }
 
+# fleet_sum FILTER NAME...: FILTER (jq, a number) of each NAME's `stats`,
+# summed; one that does not answer counts 0.
+fleet_sum() {
+	local filter=$1 t=0 n r
+	shift
+	for n in "$@"; do
+		r=$(fleet_ctl "$n" --json stats 2>/dev/null | fleet_json "$filter") || r=0
+		t=$((t + r))
+	done
+	echo $t
+}
+
 # fleet_status NAME FILTER: FILTER (jq) of NAME's `status`; fails (status
 # 1) quietly when the peer does not answer.
 fleet_status() {

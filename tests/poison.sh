@@ -46,14 +46,7 @@ bad_peer() {
 	fleet_wait_up "p$bad"
 }
 # total FILTER: FILTER (jq, a number) of the healthy peers' stats, summed.
-total() {
-	local t=0 i r
-	for i in 0 1 2; do
-		r=$(fleet_ctl "p$i" --json stats 2>/dev/null | fleet_json "$1") || r=0
-		t=$((t + r))
-	done
-	echo $t
-}
+total() { fleet_sum "$1" p0 p1 p2; }
 fleet_up job
 params=$(fleet_ctl p0 --json stats | fleet_json .model.parameters)
 fleet_up bad_peer

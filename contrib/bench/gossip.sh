@@ -61,6 +61,14 @@
 #   JOIN_AT []      seconds after launch (or `closing`) a new peer joins
 #                   through peer 0 (--join) with the last peer's shard;
 #                   its final model counts like the others'
+#   FAULTY [0]      in a system whose options (or GOSSIPD_OPTS) hold --fault KIND[:X], the
+#                   last FAULTY peers are faulty members: tests/gossipd_faulty
+#                   (`make tests/gossipd_faulty`) with --fault KIND[:X]
+#                   (src/fault.h), the others plain gossipd without it.
+#                   Every figure is then the honest peers' alone, and the
+#                   report adds how well the honest peers' suspicion
+#                   (`peers`, read every 2 s into peers.txt) picks
+#                   out the faulty ones (contrib/bench/robust.sh)
 # Ports: free ones, from tests/fleet.sh: consecutive ones for each gossipd
 # run, one for the DDP rendezvous (gloo's own pair sockets take ephemeral
 # ports).
@@ -94,6 +102,7 @@ extra=${GOSSIPD_OPTS:-}
 kill_at=${KILL_AT:-}
 join_at=${JOIN_AT:-}
 poll=${POLL:-0.5}
+faulty=${FAULTY:-0}
 FLEET_BUILD=$build
 . "$here/../../tests/fleet.sh"
 
@@ -127,19 +136,34 @@ stop_all() {
 # closing phases seconds apart where the cores are busy, and one that ended
 # by distance before peer 0's began had left when the kill came.
 peer() {
-	local i=$1 join=$2 shard=$1 victim=
+	local i=$1 join=$2 shard=$1 victim= bin=$GOSSIPD a fault= opts=()
 	shift 2
+	# --fault KIND goes to the faulty peers alone, with their binary
+	# shellcheck disable=SC2086 # GOSSIPD_OPTS is a list of words
+	for a in "$@" $extra; do
+		if [ "$fault" = next ]; then
+			fault=$a
+		elif [ "$a" = --fault ]; then
+			fault=next
+		else
+			opts+=("$a")
+		fi
+	done
+	if [ -n "$fault" ] && [ "$i" -ge $((npeers - faulty)) ] && [ "$i" -lt "$npeers" ]; then
+		bin=$FLEET_BUILD/tests/gossipd_faulty
+		opts+=(--fault "$fault")
+	fi
 	[ "$i" -lt "$npeers" ] || shard=$((npeers - 1))
 	[ "$kill_at" = closing ] && [ "$i" -eq $((npeers - 1)) ] && victim="--close-distance 0 --close-budget 1000"
 	mkdir -p "$dir/ckpt$i"
 	# shellcheck disable=SC2086 # GOSSIPD_OPTS is a list of words
-	fleet_gossipd "p$i" --listen "127.0.0.1:$((base + i))" --key-file "$FLEET_DIR/$name.key" \
+	GOSSIPD=$bin fleet_gossipd "p$i" --listen "127.0.0.1:$((base + i))" --key-file "$FLEET_DIR/$name.key" \
 		${join:+--join "$join"} --peers "$list" --shard "$shard/$npeers" \
 		--job "bench-$name" --seed "$seed" --epochs "$epochs" \
 		--eval-every "$eval_every" --eval-samples "$eval_samples" \
 		--interval "$interval" \
 		--checkpoint-dir "$dir/ckpt$i" --checkpoint-every 100000000 \
-		--checkpoint-keep 1 "$@" $extra $victim
+		--checkpoint-keep 1 "${opts[@]}" $victim
 	echo "$i $(fleet_pid "p$i")" >>"$dir/pids"
 }
 
@@ -189,7 +213,12 @@ run_gossip() {
 	FLEET_LOGS=$dir
 	fleet_keygen "$FLEET_DIR/$name.key"
 	fleet_up launch "$@"
-	local killed= joined= polled=$npeers churn=
+	local killed= joined= polled=$npeers churn= nfaulty=0 looked=0
+	case " $* $extra " in *" --fault "*) nfaulty=$faulty ;; esac
+	[ "$nfaulty" -eq 0 ] || [ -x "$FLEET_BUILD/tests/gossipd_faulty" ] || {
+		echo "gossip.sh: $FLEET_BUILD/tests/gossipd_faulty not found: make tests/gossipd_faulty" >&2
+		exit 2
+	}
 	closer=
 	[ -n "$kill_at" ] && churn=" (SIGKILL at $kill_at)"
 	[ "$kill_at" = closing ] && churn="$churn (the victim closing until killed)"
@@ -198,6 +227,7 @@ run_gossip() {
 	# each process's TCP sockets) until all are gone or the limit passes.
 	: >"$dir/status.txt"
 	: >"$dir/ss.txt"
+	: >"$dir/peers.txt"
 	while fleet_any_alive; do
 		if [ "$(echo "$(now) - $t0 > $run_limit" | bc)" = 1 ]; then
 			echo "gossip.sh: $name ran past ${run_limit}s; killing it" >&2
@@ -216,6 +246,15 @@ run_gossip() {
 			fi
 			i=$((i + 1))
 		done
+		i=0
+		if [ "$nfaulty" -gt 0 ] && [ "$(echo "$(now) - $looked >= 2" | bc)" = 1 ]; then
+			looked=$(now)
+			while [ $i -lt "$polled" ]; do
+				st=$(fleet_ctl "p$i" --json peers 2>/dev/null) &&
+					echo "$(now) $i $st" >>"$dir/peers.txt"
+				i=$((i + 1))
+			done
+		fi
 		if [ -n "$kill_at" ] && [ -z "$killed" ] && due "$kill_at"; then
 			echo "== $name: SIGKILL p$((npeers - 1)) at $(echo "$(now) - $t0" | bc) s" >&2
 			fleet_kill KILL "p$((npeers - 1))"
@@ -235,7 +274,7 @@ run_gossip() {
 		sleep "$poll"
 	done
 	fleet_reap "$dir/rc"
-	echo "{\"system\":\"$name\",\"kind\":\"gossipd\",\"t0\":$t0,\"peers\":$polled,\"epochs\":$epochs,\"options\":\"$* $extra$churn\"}" >"$dir/meta.json"
+	echo "{\"system\":\"$name\",\"kind\":\"gossipd\",\"t0\":$t0,\"peers\":$polled,\"base\":$base,\"faulty\":[$(seq -s, $((npeers - nfaulty)) $((npeers - 1)))],\"epochs\":$epochs,\"options\":\"$* $extra$churn\"}" >"$dir/meta.json"
 }
 
 run_ddp() {

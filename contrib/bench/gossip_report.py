@@ -57,11 +57,48 @@ def interp(ts, vs, t):
     return v_a + (vs[i] - v_a) * max(0.0, t - t_a) / (ts[i] - t_a)
 
 
+def suspicion_f1(d, meta):
+    """How well the honest peers' suspicion (`peers`, suspicion >= 0.5)
+    picks out the faulty members: F1 over (honest observer, other member)
+    pairs, each observer's latest look in which it listed every member.
+    Also the pairs' counts. None without faulty members or looks."""
+    faulty, n, base = set(meta["faulty"]), meta["peers"], meta["base"]
+    latest = {}
+    path = os.path.join(d, "peers.txt")
+    if not faulty or not os.path.exists(path):
+        return None
+    with open(path) as f:
+        for line in f:
+            try:
+                _, p, js = line.split(" ", 2)
+                listed = json.loads(js)["peers"]
+            except (ValueError, KeyError):
+                continue
+            seen = {e["addr"]: e.get("suspicion", 0) for e in listed if not e["self"]}
+            if int(p) not in faulty and len(seen) >= n - 1:
+                latest[int(p)] = seen
+    tp = fp = fn = 0
+    for p, seen in latest.items():
+        for addr, sus in seen.items():
+            q = int(addr.rsplit(":", 1)[1]) - base
+            bad, flagged = q in faulty, sus >= 0.5
+            tp += bad and flagged
+            fp += flagged and not bad
+            fn += bad and not flagged
+    if not latest:
+        return None
+    f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0
+    return dict(f1=f1, tp=tp, fp=fp, fn=fn, observers=len(latest))
+
+
 def gossip_system(name, d, meta):
     t0 = meta["t0"]
     n = meta["peers"]
+    # faulty members (contrib/bench/robust.sh): every figure is the
+    # honest peers' alone
+    honest = [p for p in range(n) if p not in set(meta.get("faulty", []))]
     evals, starts, done = [], [], {}
-    for p in range(n):
+    for p in honest:
         with open(os.path.join(d, "p%d.log" % p), errors="replace") as f:
             for line in f:
                 m = EVAL_RE.match(line)
@@ -94,6 +131,8 @@ def gossip_system(name, d, meta):
             if not s.get("ok"):
                 continue
             p = int(p)
+            if p not in honest:
+                continue
             ts, total, gos = polls[p]
             ts.append(float(t) - t0)
             total.append(float(s["bytes_sent"]))
@@ -125,7 +164,7 @@ def gossip_system(name, d, meta):
         ts, total, gos = polls[p]
         rows.append((t, p, step, acc, interp(ts, total, t), interp(ts, gos, t)))
     finals, final_paths = {}, []
-    for p in range(n):
+    for p in honest:
         ck = sorted(glob.glob(os.path.join(d, "ckpt%d" % p, "ckpt-*.gdc")),
                     key=lambda s: int(re.findall(r"(\d+)\.gdc$", s)[0]))
         if ck:
@@ -136,10 +175,10 @@ def gossip_system(name, d, meta):
     exch = [last_status[p]["exchanges"] for p in last_status]
     steps = [last_status[p]["step"] for p in last_status]
     def bytes_at(t):
-        tot = [interp(polls[p][0], polls[p][1], t) for p in range(n) if polls[p][0]]
-        gos = [interp(polls[p][0], polls[p][2], t) for p in range(n) if polls[p][0]]
+        tot = [interp(polls[p][0], polls[p][1], t) for p in honest if polls[p][0]]
+        gos = [interp(polls[p][0], polls[p][2], t) for p in honest if polls[p][0]]
         return sum(tot) / len(tot), sum(gos) / len(gos)
-    return dict(n=n, rows=rows, bytes_at=bytes_at,
+    return dict(n=len(honest), rows=rows, bytes_at=bytes_at, trust=suspicion_f1(d, meta),
                 start=min(starts) if starts else float("nan"),
                 finals=finals, consensus=consensus, done=done, ss_ratio=ss_ratio,
                 final_bytes_polled=final_bytes, exchanges=exch, steps_polled=steps)
@@ -282,7 +321,7 @@ def main():
             last_acc[p] = acc
         summary.append(dict(
             system=s, kind=r["meta"]["kind"], options=r["meta"]["options"],
-            peers=r["meta"]["peers"], epochs=r["meta"]["epochs"],
+            peers=r["meta"]["peers"] - len(r["meta"].get("faulty", [])), epochs=r["meta"]["epochs"],
             final_acc_min=min(fa) if fa else None,
             final_acc_mean=sum(fa) / len(fa) if fa else None,
             final_ckpts=len(fa),
@@ -300,7 +339,9 @@ def main():
                                      if r["final_bytes_polled"] else None),
             exchanges_mean=(sum(r["exchanges"]) / len(r["exchanges"]) if r["exchanges"] else None),
             ss_over_counter=(sum(r["ss_ratio"]) / len(r["ss_ratio"]) if r["ss_ratio"] else None),
-            failed=r["failed"], timeout=r["timeout"]))
+            failed=r["failed"], timeout=r["timeout"],
+            faulty=len(r["meta"].get("faulty", [])),
+            suspicion_f1=r["trust"]["f1"] if r.get("trust") else None))
     fields = list(summary[0].keys()) + ["bytes_ratio_ddp_over_this", "time_ratio_this_over_ddp"]
     ddp = next((x for x in summary if x["kind"] == "ddp"), None)
     for x in summary:

@@ -1,0 +1,97 @@
+/*
+ * trust: how far this peer lets any one member move its model, and how
+ * much it suspects each member, from nothing but the slices it received.
+ *
+ * Per member (by address) it keeps the RMS distance of the member's latest
+ * slice from this peer's values and a suspicion score in [0, 1]: an EWMA
+ * of each slice's badness, the worse of two:
+ *  - far: 0 at or below the median distance, rising as the square of the
+ *    excess to 1 at the clipping radius and beyond (1 for a refused slice);
+ *  - behind: 0 while the member's slices share (EWMA) at least
+ *    TRUST_SHARE_FREE of this peer's way from its origin, 1 at
+ *    TRUST_SHARE_FULL and below (origin.h): a stale or negated model,
+ *    however near.
+ *
+ * The clipping radius is factor x the median of the members' latest
+ * distances, one vote per member seen lately: a minority sending far
+ * values, or sending often, cannot widen it (self-centred clipping as in
+ * ClippedGossip, arXiv 2202.01545, with the radius taken from the honest
+ * spread). A received slice beyond the radius is pulled in to it before
+ * it is mixed, so one exchange moves this peer at most radius / 2, and
+ * the move shrinks further as its sender's suspicion grows.
+ * Members whose suspicion reaches TRUST_SUSPECT are not chosen as
+ * partners and their slices are not mixed; their slices are still
+ * measured, so a member that behaves again is let back in.
+ *
+ * Records outlive their member (the least suspicious, longest unseen go
+ * first when the table is full): a member that is penalised, leaves and
+ * comes back on the same address, under a new id, keeps its score. One
+ * that comes back on another address starts afresh: every member holds
+ * the same job key, so nothing else tells a rejoiner from a newcomer.
+ *
+ * No I/O and no clock: callers pass the time.
+ */
+#ifndef GD_TRUST_H
+#define GD_TRUST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "wire.h"
+
+/* The suspicion at which a member is shunned. */
+#define TRUST_SUSPECT 0.5
+
+struct trust_params {
+	double factor;          /* radius / median distance; 0 turns trust off */
+};
+
+struct trust_member {
+	char addr[WIRE_ADDR_MAX + 1];
+	double distance;        /* RMS distance of its latest slice; < 0 none */
+	double seen;            /* when that slice came */
+	double suspicion;       /* [0, 1] */
+	double share;           /* its share of this peer's way (origin.h) */
+	double share_num, share_den;   /* share's weighted moving sums */
+	uint64_t slices, clipped, refused;
+	uint64_t shares;        /* slices whose share counted */
+};
+
+struct trust;
+
+int trust_new(const struct trust_params *p, struct trust **out);
+void trust_free(struct trust *t);
+void trust_set_params(struct trust *t, const struct trust_params *p);
+
+/* The clipping radius at now: factor x the median latest distance of the
+ * members heard from within TRUST_FRESH seconds; < 0 (no clipping) while
+ * fewer than TRUST_QUORUM such members are known, or with trust off. */
+double trust_radius(const struct trust *t, double now);
+/* What a peer measured of a received slice. */
+struct trust_slice {
+	double rms;             /* its RMS distance from this peer's values */
+	double radius;          /* trust_radius before it came */
+	double share, way;      /* origin_share's */
+};
+
+/* Updates addr's record with slice s and returns 1 when addr is now
+ * suspect (0 with trust off). */
+int trust_observe(struct trust *t, const char *addr, double now,
+    const struct trust_slice *s);
+/* A slice from addr was refused outright (not finite, or far). */
+void trust_refused(struct trust *t, const char *addr, double now);
+/* How much of a mix with addr to keep, 1 - suspicion / TRUST_SUSPECT,
+ * from 1 (never suspected, unknown, or trust off) down to 0 for a suspect:
+ * a member that starts to send bad slices moves this peer less and less
+ * before it is shunned, rather than fully until then. */
+double trust_weight(const struct trust *t, const char *addr);
+/* 1 when addr's suspicion is at least TRUST_SUSPECT and trust is on. */
+int trust_suspect(const struct trust *t, const char *addr);
+/* NULL if nothing was ever received from addr. */
+const struct trust_member *trust_member(const struct trust *t, const char *addr);
+/* Add "trust": {factor, radius, members, suspects, clipped} to obj. */
+int trust_stats_json(const struct trust *t, double now, json_t *obj);
+
+#endif

@@ -1,0 +1,197 @@
+/*
+ * trust: the radius is factor x the median of one vote per member, so a
+ * minority, however far or however often it sends, cannot widen it; no
+ * radius without a quorum of fresh votes; a member that keeps sending far
+ * slices is suspect after three and comes back after near ones; honest
+ * spread around the median stays far below suspicion; so does a member
+ * that lies a little behind, while one far behind this peer's progress (a
+ * stale or negated model) is suspect however near; a refusal counts as
+ * the worst slice; records outlive their member, so a rejoin on the same
+ * address keeps its score; a mix is weighed down as suspicion grows; with
+ * factor 0 nothing is judged.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "check.h"
+#include "trust.h"
+
+static struct trust *
+mk(double factor)
+{
+	struct trust *t = NULL;
+
+	REQUIRE(trust_new(&(struct trust_params){ factor }, &t) == 0);
+	return t;
+}
+
+/* A slice rms away, judged against radius, with no way to judge behind. */
+static int
+obs(struct trust *t, const char *a, double now, double rms, double radius)
+{
+	return trust_observe(t, a, now, &(struct trust_slice){ rms, radius, 0, 0 });
+}
+
+static const char *
+addr(int i)
+{
+	static char buf[8][32];
+
+	snprintf(buf[i % 8], sizeof(buf[0]), "127.0.0.1:%d", 20000 + i);
+	return buf[i % 8];
+}
+
+static void
+test_radius(void)
+{
+	struct trust *t = mk(2);
+
+	CHECK(trust_radius(t, 0) < 0);
+	obs(t, addr(0), 0, 1.0, -1);
+	obs(t, addr(1), 0, 3.0, -1);
+	CHECK(trust_radius(t, 0) < 0);  /* two votes: no quorum */
+	obs(t, addr(2), 0, 2.0, -1);
+	CHECKF(fabs(trust_radius(t, 0) - 4.0) < 1e-12, "radius %g", trust_radius(t, 0));
+	/* one far member sending again and again has one vote */
+	for (int k = 0; k < 20; k++)
+		obs(t, addr(3), 1, 1000.0, trust_radius(t, 1));
+	CHECKF(fabs(trust_radius(t, 1) - 5.0) < 1e-12, "radius %g", trust_radius(t, 1));
+	/* votes older than TRUST_FRESH (60 s) drop out: quorum lost */
+	obs(t, addr(0), 100, 1.0, -1);
+	obs(t, addr(3), 100, 1000.0, -1);
+	CHECK(trust_radius(t, 100) < 0);
+	trust_free(t);
+}
+
+static void
+test_suspect(void)
+{
+	struct trust *t = mk(2);
+	int k, bad = 0;
+
+	for (int i = 0; i < 4; i++)
+		obs(t, addr(i), 0, 1.0, -1);
+	CHECK(trust_weight(t, addr(7)) == 1);   /* unknown */
+	/* a zeroed model: far beyond the radius every time, and weighed
+	 * less at each (suspicion 0.25 after one: half a mix) */
+	for (k = 1; k <= 10 && !bad; k++) {
+		bad = obs(t, addr(7), 0, 50.0, trust_radius(t, 0));
+		if (k == 1)
+			CHECKF(fabs(trust_weight(t, addr(7)) - 0.5) < 1e-12, "weight %g",
+			    trust_weight(t, addr(7)));
+	}
+	CHECK(trust_weight(t, addr(7)) == 0);
+	CHECKF(k - 1 == 3, "suspect after %d slices", k - 1);
+	CHECK(trust_suspect(t, addr(7)));
+	CHECK(trust_member(t, addr(7))->clipped == 3);
+	/* it comes back near: let back in */
+	for (k = 1; k <= 10 && bad; k++)
+		bad = obs(t, addr(7), 0, 1.0, trust_radius(t, 0));
+	CHECKF(!bad && k - 1 <= 3, "still suspect after %d near slices", k - 1);
+	/* honest spread: 1.5x the median at every slice stays below */
+	for (k = 0; k < 50; k++)
+		bad |= obs(t, addr(1), 0, 1.5, trust_radius(t, 0));
+	CHECK(!bad);
+	CHECKF(trust_member(t, addr(1))->suspicion < 0.6 * TRUST_SUSPECT, "suspicion %g",
+	    trust_member(t, addr(1))->suspicion);
+	trust_free(t);
+}
+
+/* A stale or negated model: near, but sharing little of this peer's way
+ * from its origin; judged only on slices where that way is not short
+ * against the spread, and after a few of them. */
+static void
+test_behind(void)
+{
+	struct trust *t = mk(2);
+	struct trust_slice stale = { 1.0, 2.0, 0.05, 3.0 };
+	int k, bad = 0;
+
+	/* a way shorter than half the median distance: no judgement */
+	for (k = 0; k < 10; k++)
+		bad |= trust_observe(t, addr(7), 0, &(struct trust_slice){ 1.0, 2.0, 0.05, 0.4 });
+	CHECK(!bad);
+	/* judged from the 4th share on, suspect 3 slices later */
+	for (k = 1; k <= 10 && !bad; k++)
+		bad = trust_observe(t, addr(7), 0, &stale);
+	CHECKF(k - 1 == 6, "suspect after %d slices", k - 1);
+	CHECK(trust_member(t, addr(7))->clipped == 0);
+	/* honest partners: about all the way, or a slower one most of it */
+	for (k = 0; k < 50; k++) {
+		bad |= trust_observe(t, addr(1), 0, &(struct trust_slice){ 1.0, 2.0,
+		    k % 2 ? 0.8 : 1.2, 3.0 });
+		bad |= trust_observe(t, addr(2), 0, &(struct trust_slice){ 1.0, 2.0, 0.5, 3.0 });
+	}
+	CHECK(!trust_suspect(t, addr(1)) && !trust_suspect(t, addr(2)));
+	CHECKF(fabs(trust_member(t, addr(2))->share - 0.5) < 1e-6, "share %g",
+	    trust_member(t, addr(2))->share);
+	trust_free(t);
+}
+
+static void
+test_refused_and_rejoin(void)
+{
+	struct trust *t = mk(2);
+
+	for (int k = 0; k < 3; k++)
+		trust_refused(t, addr(5), k);
+	CHECK(trust_suspect(t, addr(5)));
+	CHECK(trust_member(t, addr(5))->refused == 3);
+	/* the member leaves and another process comes back on its address:
+	 * nothing here forgets it, the first slice is judged as suspect */
+	CHECK(obs(t, addr(5), 500, 1.0, -1));
+	/* another address is another member */
+	CHECK(!trust_suspect(t, addr(6)));
+	trust_free(t);
+}
+
+static void
+test_full_table(void)
+{
+	struct trust *t = mk(2);
+	char a[32];
+
+	trust_refused(t, addr(0), 0);
+	trust_refused(t, addr(0), 0);
+	trust_refused(t, addr(0), 0);
+	for (int i = 1; i < 1000; i++) {
+		snprintf(a, sizeof(a), "10.0.%d.%d:1", i / 256, i % 256);
+		obs(t, a, i, 1.0, -1);
+	}
+	CHECK(trust_suspect(t, addr(0)));  /* the suspect is kept */
+	CHECK(trust_member(t, "10.0.3.231:1") != NULL);  /* the newest too */
+	CHECK(trust_member(t, "10.0.0.1:1") == NULL);  /* the oldest honest went */
+	trust_free(t);
+}
+
+static void
+test_off(void)
+{
+	struct trust *t = mk(0);
+
+	for (int i = 0; i < 4; i++)
+		obs(t, addr(i), 0, 1.0, -1);
+	CHECK(trust_radius(t, 0) < 0);
+	for (int k = 0; k < 5; k++) {
+		CHECK(!obs(t, addr(7), 0, 50.0, 2.0));
+		trust_refused(t, addr(7), 0);
+	}
+	CHECK(!trust_suspect(t, addr(7)));
+	trust_free(t);
+}
+
+static const struct check_case cases[] = {
+	{ "trust_radius", test_radius },
+	{ "trust_suspect", test_suspect },
+	{ "trust_behind", test_behind },
+	{ "trust_refused_and_rejoin", test_refused_and_rejoin },
+	{ "trust_full_table", test_full_table },
+	{ "trust_off", test_off },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	return check_main(argc, argv, cases, "test_trust");
+}
