@@ -362,7 +362,8 @@ fail:
 	return rc;
 }
 
-/* With --resume, continue from the newest checkpoint; none is no error. */
+/* With --resume, continue from the newest checkpoint; none is no error.
+ * Whether or not, what a killed save left in the directory goes first. */
 static int
 server_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
 {
@@ -372,6 +373,8 @@ server_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
 	int rc;
 
 	*step = 0;
+	if (d->cfg.checkpoint_dir != NULL && ckpt_clean(d->cfg.checkpoint_dir, &why) < 0)
+		log_warn("checkpoint: stale temporary files stay: %s", why.msg);
 	if (!d->cfg.resume)
 		return 0;
 	rc = ckpt_find_latest(d->cfg.checkpoint_dir, path, sizeof(path), &why);
