@@ -228,7 +228,7 @@ server_open_rounds(struct daemon *d, struct errbuf *err)
 {
 	struct rounds_ops ops = { daemon_send, server_rounds_progress, server_rounds_live,
 	    server_rounds_bytes_sent, server_rounds_released, server_rounds_pulled,
-	    daemon_end_closing, server_rounds_schedule, d };
+	    daemon_end_closing, server_rounds_schedule, daemon_no_job, d };
 	int rc;
 
 	if ((rc = rounds_new(&d->cfg, d->model, d->state == PEER_JOINING, &ops, &d->rounds,
