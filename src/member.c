@@ -233,7 +233,6 @@ member_new(const struct member_params *p, const struct member_ops *ops,
 	m->next_gossip = now;
 	m->next_sync = now + m->p.sync_ms / 1000.0;
 	m->next_reap = now + MEMBER_REAP_S;
-	m->rescue_ms = m->p.retry_ms;
 	*out = m;
 	return 0;
 }
@@ -678,11 +677,9 @@ member_next_deadline(struct member *m)
 	for (i = 0; i < m->nseeds; i++)
 		if (!m->leaving && member_table_find(m, m->seeds[i].addr) == NULL)
 			EARLIER(m->seeds[i].next);
-	/* alone with no pass begun: at once (the tick begins it) */
+	/* Alone since a message, not a tick: the next tick begins a pass. */
 	if (alone(m))
 		EARLIER(m->rescue_pos != 0 ? m->next_rescue : m->last_tick);
-	else if (m->rescue_pos != 0)
-		EARLIER(m->last_tick);
 #undef EARLIER
 	return t;
 }

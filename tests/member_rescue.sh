@@ -1,0 +1,25 @@
+#!/bin/bash
+# A peer left alone asks the members it heard of (issue 33). Member a
+# holds b dead after b is SIGKILLed; b comes back on its address knowing
+# nobody (no --peers): without a's asking, neither would ever contact the
+# other and both would stay alone. No timing can fail it: a asks every
+# 8 s at the slowest, and the test waits 60 s.
+. "$(dirname "$0")/fleet.sh"
+fleet_need_data
+fleet_keygen "$FLEET_DIR/key"
+
+fleet_member_job 2 1 1 0 0
+fleet_kill KILL p1
+fleet_wait_exit p1 10 || true
+fleet_member_until 'see("p1"; "dead")' 60 "p0 to hold p1 dead"
+fleet_ok "p0 holds p1 dead after $FLEET_TOOK s"
+
+# Back on its address, told of nobody.
+FLEET_PORT[q]=${FLEET_PORT[p1]}
+fleet_member q
+fleet_member_up q
+fleet_member_until agree 60 "p0 and p1 restarted (q) to see each other alive"
+grep -q "member: no live member; asking the 1 members heard of" "$FLEET_DIR/p0.log" ||
+	fleet_fail "p0 did not log that it was alone: $(fleet_tail p0)"
+fleet_wait_log p0 "member: in touch with the job again" "log that it is in touch again" 10
+fleet_ok "p0 asked p1's address and both are in one job again after $FLEET_TOOK s"
