@@ -9,6 +9,8 @@ fleet_need_data
 fleet_keygen "$FLEET_DIR/key"
 
 fleet_member_job 2 1 1 0 0
+# Up is not in touch: under load p1 could die before p0 heard of it.
+fleet_member_until agree 60 "p0 and p1 to see each other alive"
 fleet_kill KILL p1
 fleet_wait_exit p1 10 || true
 fleet_member_until 'see("p1"; "dead")' 60 "p0 to hold p1 dead"
