@@ -8,6 +8,13 @@
  * Files are named ckpt-<step, at least 12 digits>.gdc: the step orders them,
  * and anything else in the directory (temporary .ckpt-XXXXXX files of a save
  * in progress or one that crashed, foreign files) is ignored.
+ *
+ * A save holds an exclusive flock on its temporary file until the file is
+ * renamed or removed, and the kernel drops it when the process dies, kill -9
+ * included. ckpt_clean removes a temporary file only when it can take that
+ * lock itself: a file left by a dead process, never one that a live process
+ * (another peer sharing the directory by mistake) is still writing. Age
+ * would not tell them apart: a killed peer restarts within seconds.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,6 +115,25 @@ ckpt_name_step(const char *name, uint64_t *step)
 		return -1;
 	*step = v;
 	return 0;
+}
+
+/* The template ckpt_save hands mkostemp; a name is one of its files when
+ * mkostemp's six characters replaced the X's. */
+#define CKPT_TMP_PREFIX ".ckpt-"
+#define CKPT_TMP_RANDOM 6
+
+static int
+ckpt_is_tmp_name(const char *name)
+{
+	const char *p = name + strlen(CKPT_TMP_PREFIX);
+	size_t n = 0;
+
+	if (strncmp(name, CKPT_TMP_PREFIX, strlen(CKPT_TMP_PREFIX)) != 0)
+		return 0;
+	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z');
+	    p++)
+		n++;
+	return *p == '\0' && n == CKPT_TMP_RANDOM;
 }
 
 /* mkdir -p with mode 0700 for what it creates. */
@@ -292,7 +319,7 @@ ckpt_save(const char *dir, const struct ckpt_state *st, int keep,
 	n = snprintf(final, sizeof(final), "%s/ckpt-%012" PRIu64 ".gdc", dir, st->step);
 	if (n < 0 || (size_t)n >= sizeof(final) || (path != NULL && (size_t)n >= pathlen))
 		return errbuf_set(err, -ENAMETOOLONG, "%s: checkpoint path too long", dir);
-	snprintf(tmp, sizeof(tmp), "%s/.ckpt-XXXXXX", dir);
+	snprintf(tmp, sizeof(tmp), "%s/" CKPT_TMP_PREFIX "XXXXXX", dir);
 	if ((rc = ckpt_mkdirs(dir, err)) != 0)
 		return rc;
 	if ((buf = malloc(4 * CKPT_CHUNK)) == NULL)
@@ -307,6 +334,9 @@ ckpt_save(const char *dir, const struct ckpt_state *st, int keep,
 		rc = errbuf_set(err, -errno, "chmod %s: %s", tmp, strerror(errno));
 		goto out;
 	}
+	/* Ours while it is written (see top). Where the file system has no
+	 * locks, ckpt_clean cannot take one either and leaves the file. */
+	(void)flock(fd, LOCK_EX | LOCK_NB);
 	ckpt_encode_header(st, h);
 	crypto_generichash_init(&hs, NULL, 0, sizeof(sum));
 	crypto_generichash_update(&hs, h, sizeof(h));
@@ -535,4 +565,64 @@ ckpt_state_free(struct ckpt_state *st)
 	free(st->v);
 	st->x = NULL;
 	st->v = NULL;
+}
+
+/* Removes dir/name if it is a regular file whose lock (see top) is free;
+ * returns 1 removed, 0 left, or a negative errno. */
+static int
+ckpt_clean_one(int dfd, const char *dir, const char *name, struct errbuf *err)
+{
+	struct stat sb;
+	int fd, rc = 0;
+
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ELOOP ? 0 :
+		    errbuf_set(err, -errno, "%s/%s: %s", dir, name, strerror(errno));
+	if (fstat(fd, &sb) != 0) {
+		rc = errbuf_set(err, -errno, "%s/%s: %s", dir, name, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode) || flock(fd, LOCK_EX | LOCK_NB) != 0)
+		goto out;
+	/* A save of another process between its mkostemp and its flock
+	 * loses its file here: its rename then fails, with a reason, and
+	 * no checkpoint is harmed. */
+	if (unlinkat(dfd, name, 0) != 0) {
+		rc = errno == ENOENT ? 0 :
+		    errbuf_set(err, -errno, "cannot remove %s/%s: %s", dir, name, strerror(errno));
+		goto out;
+	}
+	log_info("checkpoint: removed %s/%s (%lld bytes), left by a save that did not finish",
+	    dir, name, (long long)sb.st_size);
+	rc = 1;
+out:
+	close(fd);
+	return rc;
+}
+
+int
+ckpt_clean(const char *dir, struct errbuf *err)
+{
+	struct dirent *de;
+	int removed = 0, rc = 0;
+	DIR *d;
+
+	if ((d = opendir(dir)) == NULL)
+		return errno == ENOENT ? 0 : errbuf_set(err, -errno, "%s: %s", dir, strerror(errno));
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if (!ckpt_is_tmp_name(de->d_name))
+			continue;
+		if ((rc = ckpt_clean_one(dirfd(d), dir, de->d_name, err)) < 0)
+			goto out;
+		removed += rc;
+	}
+	if (errno != 0) {
+		rc = errbuf_set(err, -errno, "%s: %s", dir, strerror(errno));
+		goto out;
+	}
+	rc = removed;
+out:
+	closedir(d);
+	return rc;
 }

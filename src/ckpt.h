@@ -3,7 +3,9 @@
  * header (model spec, d, step, epoch, seed), the parameters and the momentum,
  * and a checksum over all of it (format in include/gossipd/ckpt_format.h).
  * Writes are atomic: temporary file, fsync, rename, fsync of the directory,
- * so a crash leaves either the old or the new file, never half of one.
+ * so a crash leaves either the old or the new file, never half of one. The
+ * temporary file a crash or a kill leaves behind (.ckpt-XXXXXX, as large as
+ * a checkpoint) is removed by ckpt_clean at the next start.
  * Loading checks everything and refuses, with a reason, what does not match.
  */
 #ifndef GD_CKPT_H
@@ -34,5 +36,9 @@ int ckpt_load(const char *path, struct ckpt_state *st, struct errbuf *err);
 /* Newest checkpoint in dir by step; -ENOENT when there is none. */
 int ckpt_find_latest(const char *dir, char *path, size_t pathlen, struct errbuf *err);
 void ckpt_state_free(struct ckpt_state *st);
+/* Removes, and logs, the temporary files of saves in dir that no process
+ * is writing any more (see ckpt.c); nothing else is touched. Returns how
+ * many were removed; a missing dir holds none. */
+int ckpt_clean(const char *dir, struct errbuf *err);
 
 #endif

@@ -55,6 +55,8 @@ commands_state(struct daemon *d, const struct train_progress *p)
 		return p->state == TRAIN_FAILED ? "failed" : "leaving";
 	if (d->state == PEER_CLOSING)
 		return "closing";
+	if (d->state == PEER_JOINING && rounds_stranded(d->rounds))
+		return "stranded";
 	if (d->state == PEER_JOINING || (d->member != NULL && !member_joined(d->member)) ||
 	    !trainer_active(d->trainer))
 		return "joining";

@@ -208,6 +208,16 @@ daemon_begin_leave(struct daemon *d, const char *why)
 }
 
 void
+daemon_no_job(void *arg, const char *why)
+{
+	struct daemon *d = arg;
+
+	log_error("%s", why);
+	d->exit_code = DAEMON_EXIT_NO_JOB;
+	daemon_begin_leave(d, "no member to join");
+}
+
+void
 daemon_notify(void *arg)
 {
 	struct daemon *d = arg;

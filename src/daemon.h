@@ -25,6 +25,8 @@
 
 #define DAEMON_EXIT_RUNTIME 1
 #define DAEMON_EXIT_USAGE 2
+/* A joiner found no live member to pull the model from (pull.h). */
+#define DAEMON_EXIT_NO_JOB 3
 
 /* Where a peer is in its life. Every change goes through daemon_set_state,
  * whose table says which moves exist; what status shows is derived from
@@ -90,6 +92,9 @@ void daemon_trained(struct daemon *d);
  * checkpoint now holds the model as closing left it; then linger or
  * leave, unless leaving already. */
 void daemon_end_closing(void *arg, enum closing_reason why);
+/* A joiner gave up finding a member to pull from (rounds' gave_up hook):
+ * it leaves and exits DAEMON_EXIT_NO_JOB. */
+void daemon_no_job(void *arg, const char *why);
 /* Announce `left`, stop the trainer, exit once both are through; a
  * closing phase ends at once. */
 void daemon_begin_leave(struct daemon *d, const char *why);

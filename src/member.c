@@ -507,6 +507,47 @@ member_leave_done(struct member *m, double now)
 	return m->leaving && (m->leave_pending == 0 || now >= m->leave_deadline);
 }
 
+/* Alone (member.h): it heard of members, and none but itself is live. */
+static int
+alone(const struct member *m)
+{
+	return !m->leaving && member_table_live_count(m) <= 1 && m->n > 1;
+}
+
+/* While alone, ask the records in turn for their tables (the answer, or
+ * our own record in the request, brings a live one back); after each pass
+ * over all of them the pause between two doubles. rescue_pos 0: not
+ * alone at the last tick. */
+static void
+rescue(struct member *m, double now)
+{
+	if (!alone(m)) {
+		if (m->rescue_pos != 0)
+			log_info("member: in touch with the job again (%u live members)",
+			    member_table_live_count(m));
+		m->rescue_pos = 0;
+		return;
+	}
+	if (m->rescue_pos == 0) {
+		log_warn("member: no live member; asking the %zu members heard of, in turn",
+		    m->n - 1);
+		m->rescue_pos = 1;
+		m->rescue_ms = m->p.retry_ms;
+		m->next_rescue = now;
+	}
+	if (now < m->next_rescue)
+		return;
+	if (m->rescue_pos >= m->n) {
+		m->rescue_pos = 1;
+		m->rescue_ms = m->rescue_ms * 2 > MEMBER_RETRY_MAX_MS ? MEMBER_RETRY_MAX_MS :
+		    m->rescue_ms * 2;
+	}
+	m->c.syncs_sent++;
+	send_msg(m, m->e[m->rescue_pos].addr, MEMBER_T_SYNC, 0, NULL, MEMBER_F_REPLY, NULL, NULL);
+	m->rescue_pos++;
+	m->next_rescue = now + m->rescue_ms / 1000.0;
+}
+
 /* The process was not scheduled for a while: see the top comment. */
 static void
 paused(struct member *m, double gap, double now)
@@ -582,6 +623,7 @@ member_tick(struct member *m, double now)
 		}
 		m->next_gossip = now + m->p.gossip_ms / 1000.0;
 	}
+	rescue(m, now);
 	if (!m->leaving && now >= m->next_sync) {
 		struct mentry *e = random_live(m, NULL, 1);
 
@@ -593,7 +635,9 @@ member_tick(struct member *m, double now)
 		m->next_sync = now + m->p.sync_ms / 1000.0;
 	}
 	if (now >= m->next_reap) {
-		member_table_reap(m, now);
+		/* Alone, the records are whom rescue asks: kept. */
+		if (!alone(m))
+			member_table_reap(m, now);
 		m->next_reap = now + MEMBER_REAP_S / 10;
 	}
 	return member_next_deadline(m);
@@ -633,6 +677,9 @@ member_next_deadline(struct member *m)
 	for (i = 0; i < m->nseeds; i++)
 		if (!m->leaving && member_table_find(m, m->seeds[i].addr) == NULL)
 			EARLIER(m->seeds[i].next);
+	/* Alone since a message, not a tick: the next tick begins a pass. */
+	if (alone(m))
+		EARLIER(m->rescue_pos != 0 ? m->next_rescue : m->last_tick);
 #undef EARLIER
 	return t;
 }

@@ -13,6 +13,14 @@
  * next probe. Joiners and a periodic anti-entropy round exchange the whole
  * table (SYNC), which also heals a job that started as two groups.
  *
+ * A peer that knows no live member but itself (its seeds gone before it
+ * reached them, or every member it knew declared dead or left, maybe
+ * wrongly: a partition, a pause) would otherwise wait forever for someone
+ * to contact it. Its seeds not yet heard of are retried as always; on top
+ * of that it asks every member it ever heard of, one at a time in turn
+ * (the dead and left records it holds, which are not forgotten while it
+ * is alone), each pass slower, up to MEMBER_RETRY_MAX_MS between two.
+ *
  * Members are keyed by their listen address ("HOST:PORT"); the id and
  * incarnation say which process at that address a record is about. A
  * process starts with an incarnation taken from the wall clock (ms), so a

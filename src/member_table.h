@@ -93,6 +93,11 @@ struct member {
 	double		leave_deadline;
 	double		last_tick;
 	double		next_probe, next_gossip, next_sync, next_reap;
+	/* Alone: the next record to ask (rescue in member.c), when, and
+	 * the pause between two, doubled each pass. */
+	size_t		rescue_pos;
+	double		next_rescue;
+	unsigned	rescue_ms;
 	uint8_t		*tx;
 	struct member_update *ubuf;
 	struct member_counters c;

@@ -87,7 +87,7 @@ struct metric_def {
 static const struct metric_def metric_defs[] = {
 	/* status */
 	{ "status", "state", MK_STATE, "gossipd_state", G, "state",
-	    "1 for the peer's current state (starting, joining, waiting, training, closing, lingering, done, failed, leaving)" },
+	    "1 for the peer's current state (starting, joining, stranded, waiting, training, closing, lingering, done, failed, leaving)" },
 	{ "status", "step", MK_NUMBER, "gossipd_step", G, NULL,
 	    "training steps of this peer's model (a joiner starts at its donors' step)" },
 	{ "status", "total_steps", MK_NUMBER, "gossipd_total_steps", G, NULL,

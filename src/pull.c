@@ -96,6 +96,11 @@ struct pull {
 	int ready;                /* holds the job's model: may serve it */
 	double first_seen;        /* when a joiner first knew a member; < 0 not yet */
 	double retry_at;          /* after a failed attempt: the next, not before */
+	/* A joiner alone (pull.h): since when, how long it may last, whether
+	 * it said so, whether it gave up. */
+	double alone_since;       /* < 0: not alone */
+	double wait;              /* 0: forever */
+	int stranded, gave_up;
 	/* Start agreement (pull_agree): its deadline, this peer's address. */
 	int agree;
 	double agree_timeout;
@@ -160,6 +165,7 @@ pull_new(struct model *m, double timeout, int joining, const struct pull_ops *op
 	p->joining = joining;
 	p->ready = !joining;
 	p->first_seen = -1;
+	p->alone_since = -1;
 	*out = p;
 	return 0;
 }
@@ -189,6 +195,18 @@ void
 pull_set_timeout(struct pull *p, double timeout)
 {
 	p->timeout = timeout;
+}
+
+void
+pull_set_wait(struct pull *p, double secs)
+{
+	p->wait = secs;
+}
+
+int
+pull_stranded(const struct pull *p)
+{
+	return p->stranded && !p->gave_up;
 }
 
 void
@@ -588,13 +606,64 @@ pull_agree_alone(struct pull *p, double now, size_t n)
 	return 1;
 }
 
+/* A joiner with no live member: see pull.h. */
+static void
+pull_alone(struct pull *p, double now)
+{
+	char why[160];
+
+	if (p->alone_since < 0)
+		p->alone_since = now;
+	if (!p->stranded && now >= p->alone_since + PULL_DONOR_WAIT) {
+		p->stranded = 1;
+		if (p->wait > 0)
+			log_warn("bootstrap: no live member to pull the model from; giving up if "
+			    "none appears within %.0f s (start_timeout)",
+			    p->alone_since + p->wait - now);
+		else
+			log_warn("bootstrap: no live member to pull the model from; waiting for one");
+	}
+	if (p->wait > 0 && now >= p->alone_since + p->wait) {
+		p->gave_up = 1;
+		snprintf(why, sizeof(why), "bootstrap: no live member to pull the model from in "
+		    "%.0f s (start_timeout): the job has no member left, or none was reached",
+		    now - p->alone_since);
+		p->ops.gave_up(p->ops.arg, why);
+	}
+}
+
+/* When pull_alone has something to do next; < 0 nothing. Never a time
+ * passed: pull_members, which acts on it, is not called while the peer
+ * leaves, and a deadline left in the past would fire its timer forever. */
+static double
+pull_alone_deadline(const struct pull *p, double now)
+{
+	double at = -1;
+
+	if (p->alone_since < 0)
+		return -1;
+	if (!p->stranded)
+		at = p->alone_since + PULL_DONOR_WAIT;
+	else if (p->wait > 0)
+		at = p->alone_since + p->wait;
+	return at > now ? at : -1;
+}
+
 void
 pull_members(struct pull *p, double now, const char *const *live, size_t n)
 {
 	int rc;
 
-	if (!p->joining || p->join != NULL || (n == 0 && !p->agree) || now < p->retry_at)
+	if (!p->joining || p->gave_up || p->join != NULL || now < p->retry_at)
 		return;
+	if (n == 0 && !p->agree) {
+		pull_alone(p, now);
+		return;
+	}
+	if (p->stranded)
+		log_info("bootstrap: %zu live member%s again", n, n == 1 ? "" : "s");
+	p->alone_since = -1;
+	p->stranded = 0;
 	if (p->first_seen < 0)
 		p->first_seen = now;
 	if (pull_agree_alone(p, now, n))
@@ -735,6 +804,8 @@ pull_tick(struct pull *p, double now)
 		return p->retry_at;
 	if (p->joining && p->first_seen >= 0 && now < p->first_seen + PULL_DONOR_WAIT)
 		return p->first_seen + PULL_DONOR_WAIT;
+	if (p->joining && !p->gave_up)
+		return pull_alone_deadline(p, now);
 	return -1;
 }
 

@@ -38,6 +38,13 @@
  * every PULL_RETRY (the lowest's process may still be loading) until
  * the deadline, then start from their own with a warning.
  *
+ * A joiner that knows no live member at all (its seeds gone, every member
+ * left) has nobody to pull from: once that lasts PULL_DONOR_WAIT it says
+ * so (a warning, and pull_stranded for status), and once it lasts the
+ * wait given by pull_set_wait it gives up (ops->gave_up) rather than wait
+ * forever for a job that may be over. A member that comes back in time
+ * ends the wait.
+ *
  * Both sides share one object because a peer is a donor exactly when it is
  * not pulling: a joiner refuses PULLs until its model is in, and so does a
  * peer whose model is not ready (an attached process has not taken its
@@ -99,6 +106,10 @@ struct pull_ops {
 	/* Start agreement: this peer's own model starts the job (why: a
 	 * sentence for the log); the peer is a donor from now on. */
 	void (*own)(void *arg, const char *why);
+	/* The joiner knew no live member for the whole wait (see top; why:
+	 * a sentence for the log): it will never pull, and the pull does
+	 * nothing more. */
+	void (*gave_up)(void *arg, const char *why);
 	void *arg;
 };
 
@@ -112,6 +123,12 @@ int pull_new(struct model *m, double timeout, int joining, const struct pull_ops
 void pull_free(struct pull *p);
 /* Applies to chunk requests sent from now on. */
 void pull_set_timeout(struct pull *p, double timeout);
+/* A joiner gives up after knowing no live member for secs (see top);
+ * 0, the default, waits forever. */
+void pull_set_wait(struct pull *p, double secs);
+/* Whether this peer is a joiner that has known no live member for
+ * PULL_DONOR_WAIT or longer and still waits. */
+int pull_stranded(const struct pull *p);
 /* Whether the model holds the job's values, which a donor serves only
  * then (at pull_new: when not joining). */
 void pull_set_ready(struct pull *p, int ready);
@@ -129,7 +146,7 @@ void pull_members(struct pull *p, double now, const char *const *live, size_t n)
 /* addr became unreachable: if it is a donor, the others make up for it. */
 void pull_donor_down(struct pull *p, double now, const char *addr);
 /* Re-asks overdue chunks; returns the next deadline (the end of the donor
- * wait included), < 0 when none. */
+ * wait and of a joiner's wait alone included), < 0 when none. */
 double pull_tick(struct pull *p, double now);
 /* Add "pull": {donor counters} and, while a pull runs, "bootstrap". */
 int pull_stats_json(const struct pull *p, json_t *obj);

@@ -413,6 +413,15 @@ rounds_own(void *arg, const char *why)
 	r->ops.pulled(r->ops.arg, 0, 1);
 }
 
+/* A joiner with nobody to pull from gave up (pull.h). */
+static void
+rounds_gave_up(void *arg, const char *why)
+{
+	struct rounds *r = arg;
+
+	r->ops.gave_up(r->ops.arg, why);
+}
+
 void
 rounds_agree(struct rounds *r, const char *self)
 {
@@ -504,7 +513,8 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 {
 	struct rounds *r = xcalloc(1, sizeof(*r));
 	struct gossip_ops gops = { rounds_send, rounds_done, rounds_step_now, rounds_refused, r };
-	struct pull_ops pops = { rounds_send, rounds_step_now, rounds_pulled, rounds_own, r };
+	struct pull_ops pops = { rounds_send, rounds_step_now, rounds_pulled, rounds_own,
+	    rounds_gave_up, r };
 	struct gossip_params gp;
 	struct select_params sp = { cfg->select, cfg->bw_ratio, cfg->stale_after };
 	int rc;
@@ -529,6 +539,8 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 	/* An external trainer's model exists once a process or a checkpoint
 	 * filled the vector (attach's ready hook says when). */
 	rounds_set_ready(r, !joining && m->d > 0);
+	/* The same patience as a start agreement's for a member's model. */
+	pull_set_wait(r->pull, cfg->start_timeout);
 	*out = r;
 	return 0;
 }
@@ -577,6 +589,12 @@ void
 rounds_set_tamper(struct rounds *r, gossip_tamper_fn fn, void *arg)
 {
 	gossip_set_tamper(r->gossip, fn, arg);
+}
+
+int
+rounds_stranded(const struct rounds *r)
+{
+	return r != NULL && pull_stranded(r->pull);
 }
 
 uint64_t

@@ -57,6 +57,9 @@ struct rounds_ops {
 	void (*closed)(void *arg, enum closing_reason why);
 	/* Call rounds_timer at this time (< 0: no deadline). */
 	void (*schedule)(void *arg, double at);
+	/* A joiner knew no live member for start_timeout (pull.h): it will
+	 * never get the model; why is a sentence for the log. */
+	void (*gave_up)(void *arg, const char *why);
 	void *arg;
 };
 
@@ -111,6 +114,8 @@ const struct trust_member *rounds_trust(const struct rounds *r, const char *addr
 /* The test build's fault injection (gossip_set_tamper). */
 void rounds_set_tamper(struct rounds *r, gossip_tamper_fn fn, void *arg);
 uint64_t rounds_exchanges(const struct rounds *r);
+/* A joiner that knows no live member to pull from (pull_stranded). */
+int rounds_stranded(const struct rounds *r);
 /* status's exchange fields, and stats' gossip, select and bootstrap. */
 void rounds_status_json(const struct rounds *r, json_t *st);
 void rounds_stats_json(const struct rounds *r, json_t *stats);

@@ -228,7 +228,7 @@ server_open_rounds(struct daemon *d, struct errbuf *err)
 {
 	struct rounds_ops ops = { daemon_send, server_rounds_progress, server_rounds_live,
 	    server_rounds_bytes_sent, server_rounds_released, server_rounds_pulled,
-	    daemon_end_closing, server_rounds_schedule, d };
+	    daemon_end_closing, server_rounds_schedule, daemon_no_job, d };
 	int rc;
 
 	if ((rc = rounds_new(&d->cfg, d->model, d->state == PEER_JOINING, &ops, &d->rounds,
@@ -362,7 +362,8 @@ fail:
 	return rc;
 }
 
-/* With --resume, continue from the newest checkpoint; none is no error. */
+/* With --resume, continue from the newest checkpoint; none is no error.
+ * Whether or not, what a killed save left in the directory goes first. */
 static int
 server_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
 {
@@ -372,6 +373,8 @@ server_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
 	int rc;
 
 	*step = 0;
+	if (d->cfg.checkpoint_dir != NULL && ckpt_clean(d->cfg.checkpoint_dir, &why) < 0)
+		log_warn("checkpoint: stale temporary files stay: %s", why.msg);
 	if (!d->cfg.resume)
 		return 0;
 	rc = ckpt_find_latest(d->cfg.checkpoint_dir, path, sizeof(path), &why);

@@ -5,7 +5,9 @@
 # ckpt-*.gdc in the directory must verify on its own (size, header, BLAKE2b
 # checksum, step in the name; checked here in Python, independently of
 # src/ckpt.c), the newest step never goes back, and `--resume` must load the
-# newest one: "resumed from <it>", never a refusal. Random, but no timing
+# newest one: "resumed from <it>", never a refusal; the temporary file a
+# kill in the middle of a write left is gone, with a log line, once the
+# next run has started. Random, but no timing
 # can fail it: a kill before any file is written, or between writes, is as
 # good a trial as one in the middle of a write.
 . "$(dirname "$0")/fleet.sh"
@@ -54,6 +56,9 @@ while [ $k -lt $KILLS ]; do
 	[ "$newest" -ge "$prev" ] || fleet_fail "newest checkpoint went back from $prev to $newest"
 	prev=$newest
 	rm -f "$FLEET_DIR/p.sock"
+	# What the last kill cut short, if anything: gone once the next run
+	# starts (its own temporary files have other names).
+	mapfile -t torn < <(find "$C" -maxdepth 1 -name '.ckpt-*' 2>/dev/null)
 	fleet_gossipd "p$k" $common --resume
 	if [ "$newest" -ge 0 ]; then
 		fleet_wait_log "p$k" "resumed from $C/ckpt-$(printf %012d "$newest").gdc at step $newest" \
@@ -63,6 +68,10 @@ while [ $k -lt $KILLS ]; do
 		fleet_wait_log "p$k" "starting fresh" "start fresh" 20
 	fi
 	fleet_wait_log "p$k" "training .* from step" "start training" 20
+	for f in "${torn[@]}"; do
+		[ ! -e "$f" ] || fleet_fail "p$k started and left $f, the temporary file of a killed write"
+		grep -qF "checkpoint: removed $f " "$FLEET_DIR/p$k.log" || fleet_fail "p$k: no log line for removing $f"
+	done
 	# 0 to 0.3 s: from before the first write of this run to several writes in.
 	sleep "0.$(rand 3)$(rand 10)"
 	fleet_kill KILL "p$k"
@@ -75,6 +84,8 @@ newest=$(verify "$C" 2>&1) || fleet_fail "the last kill left a bad checkpoint: $
 fleet_gossipd last $common --resume --max-steps $((newest + 20))
 fleet_wait_exit last 30 || fleet_fail "final resume failed: $(fleet_tail last 3)"
 grep -q "resumed from .* at step $newest" "$FLEET_DIR/last.log" || fleet_fail "final resume: $(head -3 "$FLEET_DIR/last.log")"
-# A save that a kill interrupted leaves its temporary file behind.
-torn=$(find "$C" -name '.ckpt-*' | wc -l)
+# A save that a kill interrupted left its temporary file; the next start
+# removed it.
+[ -z "$(find "$C" -name '.ckpt-*')" ] || fleet_fail "temporary files left: $(find "$C" -name '.ckpt-*')"
+torn=$(cat "$FLEET_DIR"/p*.log "$FLEET_DIR/last.log" | grep -c "checkpoint: removed " || true)
 fleet_ok "$KILLS SIGKILLs ($torn in the middle of a write), $resumed resumes, every checkpoint intact; newest step $newest"

@@ -3,7 +3,8 @@
  * the on-disk encoding against the published format, picking the latest
  * file, pruning, and refusal of every damaged file: each byte flipped,
  * truncation, growth, wrong magic or version. Also that saves leave no
- * temporary files and fail cleanly where they cannot write.
+ * temporary files and fail cleanly where they cannot write, and that a
+ * start removes the temporary files of killed saves and nothing else.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -399,11 +401,74 @@ test_unwritable(void)
 	ckpt_state_free(&a);
 }
 
+/* Touch dir/name; returns the open descriptor. */
+static int
+plant(const char *dir, const char *name)
+{
+	char path[400];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	CHECK(write(fd, "partial", 7) == 7);
+	return fd;
+}
+
+/* A kill mid-save leaves a .ckpt-XXXXXX file: ckpt_clean removes such
+ * files (the name mkostemp makes of the template) that nobody holds, and
+ * leaves a save in progress (its lock held), checkpoints, look-alike
+ * names, directories and symbolic links alone. */
+static void
+test_clean(void)
+{
+	static const int small[] = { 3, 2 };
+	static const char *const keep[] = { ".ckpt-abc", ".ckpt-abcdefg", ".ckpt-ab.def",
+		"ckpt-XXXXXX", "x.ckpt-abcdef", "notes" };
+	struct ckpt_state a;
+	struct errbuf err;
+	char dir[300], path[400];
+	int live;
+
+	snprintf(dir, sizeof(dir), "%s/clean", tmpdir);
+	CHECK(ckpt_clean(dir, &err) == 0);   /* no directory yet: nothing to do */
+	make_state(&a, 1, small, 7);
+	CHECK(ckpt_save(dir, &a, 0, NULL, 0, &err) == 0);
+	ckpt_state_free(&a);
+	close(plant(dir, ".ckpt-k1LLed"));
+	close(plant(dir, ".ckpt-000000"));
+	live = plant(dir, ".ckpt-wRit1n");
+	CHECK(flock(live, LOCK_EX | LOCK_NB) == 0);
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		close(plant(dir, keep[i]));
+	snprintf(path, sizeof(path), "%s/.ckpt-subdir", dir);
+	CHECK(mkdir(path, 0700) == 0);
+	snprintf(path, sizeof(path), "%s/.ckpt-l1nked", dir);
+	CHECK(symlink("notes", path) == 0);
+
+	CHECK(ckpt_clean(dir, &err) == 2);
+	CHECK(count_files(dir, ".ckpt-k1LLed") == 0 && count_files(dir, ".ckpt-000000") == 0);
+	CHECK(count_files(dir, ".ckpt-wRit1n") == 1);
+	CHECK(count_files(dir, ".ckpt-subdir") == 1 && count_files(dir, ".ckpt-l1nked") == 1);
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		CHECK(count_files(dir, keep[i]) >= 1);
+	CHECK(count_files(dir, "ckpt-000000000007.gdc") == 1);
+	CHECK(count_files(dir, "notes") == 1);
+
+	/* The writer is gone (its lock with it): the next start removes it. */
+	close(live);
+	CHECK(ckpt_clean(dir, &err) == 1);
+	CHECK(count_files(dir, ".ckpt-wRit1n") == 0);
+	CHECK(ckpt_clean(dir, &err) == 0);
+	rm_tree(dir);
+}
+
 static const struct check_case cases[] = {
 	{ "ckpt_roundtrip", test_roundtrip },
 	{ "ckpt_latest_and_keep", test_latest_and_keep },
 	{ "ckpt_corruption", test_corruption },
 	{ "ckpt_unwritable", test_unwritable },
+	{ "ckpt_clean", test_clean },
 	{ NULL, NULL }
 };
 

@@ -54,6 +54,7 @@ static struct msg *queue;
 static double now;
 static double loss;		/* share of messages dropped */
 static int cut_a = -1, cut_b = -1;	/* a lost link, both ways */
+static int isolated = -1;	/* a peer whose every message is lost */
 static struct rng net_rng;
 static unsigned changes;
 
@@ -140,7 +141,8 @@ step(void)
 		lost = to < 0 || !nodes[to].up || !nodes[m->from].up ||
 		    rng_uniform(&net_rng) < loss ||
 		    (m->from == cut_a && to == cut_b) ||
-		    (m->from == cut_b && to == cut_a);
+		    (m->from == cut_b && to == cut_a) ||
+		    m->from == isolated || to == isolated;
 		if (!lost)
 			member_recv(nodes[to].m, now, nodes[m->from].id,
 			    nodes[m->from].addr, m->type, m->data, m->len);
@@ -389,6 +391,8 @@ test_revivals(void)
 	    MEMBER_MSG_MAX_UPDATES);
 }
 
+static void world_end(void);
+
 /* One story on 16 simulated peers, each step starting from where the one
  * before left the job. */
 static void
@@ -496,7 +500,13 @@ test_scenario(void)
 			REQUIRE(all_see(i, MEMBER_ALIVE));
 	printf("ok: 60 s of 5%% loss and a cut link: no live peer declared dead\n");
 	REQUIRE(changes > 0);
+	world_end();
+}
 
+/* Drop every message in flight and free every member: a new world. */
+static void
+world_end(void)
+{
 	while (queue != NULL) {
 		struct msg *m = queue;
 
@@ -505,14 +515,46 @@ test_scenario(void)
 			m->cb(m->cbarg, -ECANCELED);
 		free(m);
 	}
-	for (i = 0; i < nnodes; i++)
+	for (int i = 0; i < nnodes; i++)
 		member_free(nodes[i].m);
+	nnodes = 0;
+}
+
+/* A peer that is alone after a partition (it holds every member dead, and
+ * they hold it dead; its seed crashed meanwhile) asks the members it heard
+ * of and is back in the job: nobody else would ever have contacted it. */
+static void
+test_rescue(void)
+{
+	double t;
+
+	for (int i = 0; i < 3; i++)
+		node_start(i, 1000);
+	REQUIRE(member_add_seed(nodes[1].m, nodes[0].addr, now) == 0);
+	REQUIRE(member_add_seed(nodes[2].m, nodes[0].addr, now) == 0);
+	REQUIRE(until(all_agree, 10) >= 0);
+
+	isolated = 2;
+	victim = 2;
+	REQUIRE(until(victim_dead, 10) >= 0);
+	while (view(2, 0) != MEMBER_DEAD || view(2, 1) != MEMBER_DEAD)
+		step();
+	nodes[0].up = 0;
+	isolated = -1;
+	t = now;
+	while ((view(2, 1) != MEMBER_ALIVE || view(1, 2) != MEMBER_ALIVE) && now - t < 30)
+		step();
+	REQUIRE(view(2, 1) == MEMBER_ALIVE && view(1, 2) == MEMBER_ALIVE);
+	REQUIRE(member_count(nodes[2].m, MEMBER_ALIVE) == 2);
+	printf("ok: a peer alone after a partition is back in the job after %.2f s\n", now - t);
+	world_end();
 }
 
 static const struct check_case cases[] = {
 	{ "member_codec", test_codec },
 	{ "member_revivals", test_revivals },
 	{ "member_scenario", test_scenario },
+	{ "member_rescue", test_rescue },
 	{ NULL, NULL }
 };
 

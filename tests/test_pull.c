@@ -10,7 +10,9 @@
  * and counted; a donor that sends a non-finite or far chunk is dropped for
  * the whole model; a model of more chunks than the window is asked a
  * window at a time, each chunk with its own deadline. The donor side serves exact slices, errors for what it
- * cannot serve, and nothing while it is itself still pulling.
+ * cannot serve, and nothing while it is itself still pulling. A joiner
+ * that knows no live member says so after a second and gives up after its
+ * wait, unless a member appears first.
  */
 #include <errno.h>
 #include <math.h>
@@ -61,6 +63,9 @@ static int pulled, pulled_rc;
 static float *pulled_x;
 static uint64_t pulled_step;
 static char pulled_donors[512];
+/* The joiner's ops->gave_up: how often, and why the last time. */
+static int gave_up;
+static char gave_up_why[256];
 
 static int
 fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
@@ -103,12 +108,20 @@ fake_pulled(void *arg, const float *params, uint64_t step, const char *donors)
 	return pulled_rc;
 }
 
+static void
+fake_gave_up(void *arg, const char *why)
+{
+	REQUIRE(arg == &peers[0]);
+	gave_up++;
+	snprintf(gave_up_why, sizeof(gave_up_why), "%s", why);
+}
+
 /* The joiner and n donors, each donor's model its own (close enough to
  * the others' that none is far). */
 static void
 setup_spec(int n, const char *model)
 {
-	struct pull_ops ops = { fake_send, fake_step, fake_pulled, NULL, NULL };
+	struct pull_ops ops = { fake_send, fake_step, fake_pulled, NULL, fake_gave_up, NULL };
 	struct model_spec spec;
 	struct errbuf err;
 	struct rng r;
@@ -130,7 +143,7 @@ setup_spec(int n, const char *model)
 		REQUIRE(pull_new(pe->m, TIMEOUT, i == 0, &ops, &pe->p) == 0);
 		pe->up = 1;
 	}
-	pulled = pulled_rc = 0;
+	pulled = pulled_rc = gave_up = 0;
 	pulled_x = xmalloc(d * sizeof(float));
 	now = 0;
 }
@@ -691,6 +704,63 @@ test_slots(void)
 	teardown();
 }
 
+/* A joiner with no live member (its seed gone, then its only donor):
+ * stranded after PULL_DONOR_WAIT, each time; a member that appears ends
+ * the wait; after the whole wait alone it gives up, once. */
+static void
+test_alone(void)
+{
+	setup(1);
+	pull_set_wait(peers[0].p, 10);
+	members(0);
+	CHECK(!pull_stranded(peers[0].p) && pull_tick(peers[0].p, now) == PULL_DONOR_WAIT);
+	now = PULL_DONOR_WAIT;
+	members(0);
+	CHECK(pull_stranded(peers[0].p) && pull_tick(peers[0].p, now) == 10);
+	/* The donor appears: not stranded; the pull starts after the donor
+	 * wait, and its only donor goes down before it answers. */
+	now = 5;
+	members(1);
+	CHECK(!pull_stranded(peers[0].p) && gave_up == 0);
+	now = 5 + PULL_DONOR_WAIT;
+	members(1);
+	CHECK(jstat("bootstrap", "chunks") == 2);
+	peers[1].up = 0;
+	pull_donor_down(peers[0].p, now, peers[1].addr);
+	pump(0, -1);
+	CHECK(jstat("bootstrap", "chunks") == -1 && pulled == 0);
+	/* Alone again from the retry on: the wait starts over. */
+	now += 2 * PULL_RETRY;
+	members(0);
+	CHECK(!pull_stranded(peers[0].p));
+	now += PULL_DONOR_WAIT;
+	members(0);
+	CHECK(pull_stranded(peers[0].p));
+	now += 10 - PULL_DONOR_WAIT - 0.01;
+	members(0);
+	CHECK(gave_up == 0 && pull_stranded(peers[0].p));
+	now += 0.01;
+	CHECK(fabs(pull_tick(peers[0].p, now - 0.001) - now) < 1e-6);
+	members(0);
+	CHECK(gave_up == 1 && strstr(gave_up_why, "no live member") != NULL);
+	CHECK(!pull_stranded(peers[0].p) && pull_tick(peers[0].p, now) < 0);
+	/* Over: neither more waiting nor a late member starts anything. */
+	now += 100;
+	members(0);
+	peers[1].up = 1;
+	members(1);
+	CHECK(gave_up == 1 && nq == 0 && jstat("bootstrap", "chunks") == -1);
+	teardown();
+
+	/* Without a wait (pull_set_wait never called) it waits forever. */
+	setup(1);
+	members(0);
+	now = 1e6;
+	members(0);
+	CHECK(pull_stranded(peers[0].p) && gave_up == 0 && pull_tick(peers[0].p, now) < 0);
+	teardown();
+}
+
 static void
 test_joins(void)
 {
@@ -707,6 +777,7 @@ static const struct check_case cases[] = {
 	{ "pull_poison", test_poison },
 	{ "pull_window", test_window },
 	{ "pull_slots", test_slots },
+	{ "pull_alone", test_alone },
 	{ NULL, NULL }
 };
 

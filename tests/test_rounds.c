@@ -187,7 +187,7 @@ static void
 setup(int n, int joiner)
 {
 	struct rounds_ops ops = { fake_send, fake_progress, fake_live, fake_bytes_sent,
-	    fake_released, fake_pulled, fake_closed, fake_schedule, NULL };
+	    fake_released, fake_pulled, fake_closed, fake_schedule, NULL, NULL };
 	char *argv[] = { (char *)"gossipd", NULL };
 	struct model_spec spec;
 	struct errbuf err = { "" };

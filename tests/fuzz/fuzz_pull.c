@@ -68,7 +68,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t msg[FUZZ_MSG_MAX];
 	struct fuzz_in in = { data, size };
-	struct pull_ops ops = { fuzz_send, fuzz_step, fuzz_pulled, NULL, NULL };
+	struct pull_ops ops = { fuzz_send, fuzz_step, fuzz_pulled, NULL, NULL, NULL };
 	const char *live[FUZZ_PEERS];
 	size_t nlive = 0;
 	struct pull *p;
