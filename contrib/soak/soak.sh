@@ -188,7 +188,9 @@ chaos() {
 	[ ${#acts[@]} -gt 0 ] || return 0
 	act=${acts[RANDOM % ${#acts[@]}]}
 	# A member that a joiner is still joining through stays as it is: the
-	# joiner knows no other (a daemon that loses its only seed trains alone).
+	# joiner knows no other, and one that loses its only seed before it
+	# heard of anyone gives up after start_timeout (exit 3), which the soak
+	# would count as a failure.
 	if [ "$act" != join ]; then
 		mapfile -t lv < <(for s in "${lv[@]}"; do seeding "$s" "$now" || echo "$s"; done)
 	fi
