@@ -21,7 +21,6 @@
 #include "drift.h"
 #include "log.h"
 #include "mask.h"
-#include "origin.h"
 #include "trust.h"
 #include "wire.h"
 
@@ -54,7 +53,6 @@ struct gossip {
 	struct gossip_scratch serve;  /* answering someone else's */
 	struct drift *drift;          /* mode delta's anchor (drift.h) */
 	struct trust *trust;          /* borrowed; may be NULL */
-	struct origin *origin;        /* for trust: where this peer started */
 	gossip_tamper_fn tamper;      /* test builds only */
 	void *tamper_arg;
 
@@ -142,8 +140,8 @@ gossip_new(const struct gossip_params *p, struct model *m, const struct gossip_o
 	g->distance = -1;
 	g->distance_rel = -1;
 	g->ready = 1;
-	if (drift_new(&g->drift) < 0 || origin_new(&g->origin) < 0) {
-		gossip_free(g);
+	if (drift_new(&g->drift) < 0) {
+		free(g);
 		return -ENOMEM;
 	}
 	*out = g;
@@ -167,7 +165,6 @@ gossip_free(struct gossip *g)
 	gossip_scratch_free(&g->own);
 	gossip_scratch_free(&g->serve);
 	drift_free(g->drift);
-	origin_free(g->origin);
 	free(g);
 }
 
@@ -204,10 +201,8 @@ gossip_set_ready(struct gossip *g, int ready)
 {
 	/* The model was replaced (pulled from donors): its drift is not
 	 * this peer's learning. */
-	if (ready && !g->ready) {
+	if (ready && !g->ready)
 		drift_reset(g->drift);
-		origin_reset(g->origin);
-	}
 	g->ready = ready;
 }
 
@@ -311,11 +306,7 @@ gossip_trust(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *
 
 	if (g->trust == NULL)
 		return GOSSIP_REFUSE_N;
-	/* the origin only where trust judges (and holds d floats) */
 	sl.radius = trust_radius(g->trust, now);
-	if (sl.radius > 0 && origin_share(g->origin, g->m, &sc->mask, sc->mine, sc->theirs,
-	    &sl.share, &sl.way) < 0)
-		sl.way = 0;
 	was = trust_suspect(g->trust, from);
 	is = trust_observe(g->trust, from, now, &sl);
 	if (is != was)

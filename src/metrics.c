@@ -368,8 +368,6 @@ static const struct metric_def metric_defs[] = {
 	    "RMS distance of the member's latest slice from this peer's values" },
 	{ "peer", "clipped", MK_NUMBER, "gossipd_peer_clipped_total", C, NULL,
 	    "slices of the member pulled in to the clipping radius" },
-	{ "peer", "share", MK_NUMBER, "gossipd_peer_share", G, NULL,
-	    "how much of this peer's way since its origin the member's slices share (1: all; a stale model about 0)" },
 	{ "peer", "self", MK_SKIP, NULL, NULL, NULL, NULL },
 };
 

@@ -23,21 +23,6 @@
  * bad slices is suspect after three, one good slice in four keeps an
  * honest member well below TRUST_SUSPECT. */
 #define TRUST_ALPHA 0.25
-/* Behind: a slice's share of this peer's way counts once that way is
- * TRUST_WAY times the median distance, and a member is judged by the
- * moving average of its shares, weighted by the way's square, after
- * TRUST_SHARES of them: one slice's share is blurred by the spread while
- * the way is short, early in a job, when a stale model does the most
- * harm. A member sharing TRUST_SHARE_FREE of the way costs nothing,
- * TRUST_SHARE_FULL and less all. In 8-peer jobs of 3 epochs honest
- * partners shared 0.57 to 0.85 of it (less than all: in mode delta each
- * slice is where its sender moved most since its last mix, which its
- * partner has not seen), stale members 0.14 to 0.42; in 16-peer jobs few
- * pairs exchange 4 times with a way that long (contrib/bench/robust.sh). */
-#define TRUST_WAY 0.5
-#define TRUST_SHARES 4
-#define TRUST_SHARE_FREE 0.45
-#define TRUST_SHARE_FULL 0.25
 
 struct trust {
 	struct trust_params p;
@@ -101,7 +86,7 @@ trust_get(struct trust *t, const char *addr)
 				e = &t->m[i];
 		}
 	}
-	*e = (struct trust_member){ .distance = -1, .seen = -1, .share = 1 };
+	*e = (struct trust_member){ .distance = -1, .seen = -1 };
 	snprintf(e->addr, sizeof(e->addr), "%s", addr);
 	return e;
 }
@@ -139,25 +124,19 @@ trust_note(struct trust_member *e, double badness)
 	return e->suspicion >= TRUST_SUSPECT;
 }
 
-/* The badness of slice s: far, or behind (trust.h). Without a quorum
- * there is no median to judge either by: < 0. */
+/* The badness of slice s (trust.h); < 0 without a quorum, when there is
+ * no median to judge it by. Squared: an honest member's spread above the
+ * median costs little (1.5x the median at factor 2: 0.25), the radius all. */
 static double
-trust_badness(const struct trust *t, const struct trust_member *e,
-    const struct trust_slice *s)
+trust_badness(const struct trust *t, const struct trust_slice *s)
 {
-	double median, far, back = 0;
+	double median;
 
 	if (s->radius <= 0)
 		return -1;
 	median = s->radius / t->p.factor;
-	/* squared: an honest member's spread above the median costs little
-	 * (1.5x the median at factor 2: 0.25), the radius all */
-	far = s->rms <= median ? 0 : s->rms >= s->radius ? 1 :
+	return s->rms <= median ? 0 : s->rms >= s->radius ? 1 :
 	    pow((s->rms / median - 1) / (t->p.factor - 1), 2);
-	if (e->shares >= TRUST_SHARES)
-		back = fmin(fmax((TRUST_SHARE_FREE - e->share) /
-		    (TRUST_SHARE_FREE - TRUST_SHARE_FULL), 0), 1);
-	return fmax(far, back);
 }
 
 int
@@ -172,21 +151,11 @@ trust_observe(struct trust *t, const char *addr, double now, const struct trust_
 	e->distance = s->rms;
 	e->seen = now;
 	e->slices++;
-	if (s->radius > 0 && s->way >= TRUST_WAY * s->radius / t->p.factor) {
-		/* weighted by the way's square: the longer the way, the less the
-		 * spread blurs the share */
-		double w = s->way * s->way;
-
-		e->share_num = (1 - TRUST_ALPHA) * e->share_num + s->share * w;
-		e->share_den = (1 - TRUST_ALPHA) * e->share_den + w;
-		e->share = e->share_num / e->share_den;
-		e->shares++;
-	}
 	if (s->radius > 0 && s->rms > s->radius) {
 		e->clipped++;
 		t->clipped++;
 	}
-	bad = trust_badness(t, e, s);
+	bad = trust_badness(t, s);
 	return bad < 0 ? e->suspicion >= TRUST_SUSPECT : trust_note(e, bad);
 }
 

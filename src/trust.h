@@ -4,13 +4,14 @@
  *
  * Per member (by address) it keeps the RMS distance of the member's latest
  * slice from this peer's values and a suspicion score in [0, 1]: an EWMA
- * of each slice's badness, the worse of two:
- *  - far: 0 at or below the median distance, rising as the square of the
- *    excess to 1 at the clipping radius and beyond (1 for a refused slice);
- *  - behind: 0 while the member's slices share (EWMA) at least
- *    TRUST_SHARE_FREE of this peer's way from its origin, 1 at
- *    TRUST_SHARE_FULL and below (origin.h): a stale or negated model,
- *    however near.
+ * of each slice's badness, 0 at or below the median distance, rising as
+ * the square of the excess to 1 at the clipping radius and beyond, and 1
+ * for a refused slice.
+ *
+ * Distance is all it judges by. A measure of how much of this peer's own
+ * way since its start a member's slices share (near 1 for an honest one,
+ * near 0 for a stale model) was tried and dropped: on skewed shards honest
+ * members go other ways, and it shunned them (tests/closing.sh).
  *
  * The clipping radius is factor x the median of the members' latest
  * distances, one vote per member seen lately: a minority sending far
@@ -53,10 +54,7 @@ struct trust_member {
 	double distance;        /* RMS distance of its latest slice; < 0 none */
 	double seen;            /* when that slice came */
 	double suspicion;       /* [0, 1] */
-	double share;           /* its share of this peer's way (origin.h) */
-	double share_num, share_den;   /* share's weighted moving sums */
 	uint64_t slices, clipped, refused;
-	uint64_t shares;        /* slices whose share counted */
 };
 
 struct trust;
@@ -73,7 +71,6 @@ double trust_radius(const struct trust *t, double now);
 struct trust_slice {
 	double rms;             /* its RMS distance from this peer's values */
 	double radius;          /* trust_radius before it came */
-	double share, way;      /* origin_share's */
 };
 
 /* Updates addr's record with slice s and returns 1 when addr is now

@@ -3,9 +3,7 @@
  * minority, however far or however often it sends, cannot widen it; no
  * radius without a quorum of fresh votes; a member that keeps sending far
  * slices is suspect after three and comes back after near ones; honest
- * spread around the median stays far below suspicion; so does a member
- * that lies a little behind, while one far behind this peer's progress (a
- * stale or negated model) is suspect however near; a refusal counts as
+ * spread around the median stays far below suspicion; a refusal counts as
  * the worst slice; records outlive their member, so a rejoin on the same
  * address keeps its score; a mix is weighed down as suspicion grows; with
  * factor 0 nothing is judged.
@@ -25,11 +23,11 @@ mk(double factor)
 	return t;
 }
 
-/* A slice rms away, judged against radius, with no way to judge behind. */
+/* A slice rms away, judged against radius. */
 static int
 obs(struct trust *t, const char *a, double now, double rms, double radius)
 {
-	return trust_observe(t, a, now, &(struct trust_slice){ rms, radius, 0, 0 });
+	return trust_observe(t, a, now, &(struct trust_slice){ rms, radius });
 }
 
 static const char *
@@ -97,37 +95,6 @@ test_suspect(void)
 	trust_free(t);
 }
 
-/* A stale or negated model: near, but sharing little of this peer's way
- * from its origin; judged only on slices where that way is not short
- * against the spread, and after a few of them. */
-static void
-test_behind(void)
-{
-	struct trust *t = mk(2);
-	struct trust_slice stale = { 1.0, 2.0, 0.05, 3.0 };
-	int k, bad = 0;
-
-	/* a way shorter than half the median distance: no judgement */
-	for (k = 0; k < 10; k++)
-		bad |= trust_observe(t, addr(7), 0, &(struct trust_slice){ 1.0, 2.0, 0.05, 0.4 });
-	CHECK(!bad);
-	/* judged from the 4th share on, suspect 3 slices later */
-	for (k = 1; k <= 10 && !bad; k++)
-		bad = trust_observe(t, addr(7), 0, &stale);
-	CHECKF(k - 1 == 6, "suspect after %d slices", k - 1);
-	CHECK(trust_member(t, addr(7))->clipped == 0);
-	/* honest partners: about all the way, or a slower one most of it */
-	for (k = 0; k < 50; k++) {
-		bad |= trust_observe(t, addr(1), 0, &(struct trust_slice){ 1.0, 2.0,
-		    k % 2 ? 0.8 : 1.2, 3.0 });
-		bad |= trust_observe(t, addr(2), 0, &(struct trust_slice){ 1.0, 2.0, 0.5, 3.0 });
-	}
-	CHECK(!trust_suspect(t, addr(1)) && !trust_suspect(t, addr(2)));
-	CHECKF(fabs(trust_member(t, addr(2))->share - 0.5) < 1e-6, "share %g",
-	    trust_member(t, addr(2))->share);
-	trust_free(t);
-}
-
 static void
 test_refused_and_rejoin(void)
 {
@@ -183,7 +150,6 @@ test_off(void)
 static const struct check_case cases[] = {
 	{ "trust_radius", test_radius },
 	{ "trust_suspect", test_suspect },
-	{ "trust_behind", test_behind },
 	{ "trust_refused_and_rejoin", test_refused_and_rejoin },
 	{ "trust_full_table", test_full_table },
 	{ "trust_off", test_off },
