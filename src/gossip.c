@@ -518,6 +518,7 @@ gossip_on_req(struct gossip *g, double now, const char *from, const uint8_t *buf
 	struct gossip_reply r = { .status = GOSSIP_REPLY_OK };
 	struct gossip_req q;
 	struct errbuf why;
+	enum gossip_refusal mix;
 	double rms = 0, own_rms = 0;
 	size_t rlen;
 	int rc;
@@ -567,14 +568,19 @@ gossip_on_req(struct gossip *g, double now, const char *from, const uint8_t *buf
 		return;
 	}
 	gossip_values_get(g->serve.theirs, q.vals, q.count, q.values);
-	if (gossip_vet(g, &g->serve, q.count, from, now, &rms, &own_rms) != GOSSIP_REFUSE_N) {
+	/* A suspect is still answered, its values left out: an honest member
+	 * that lies far only for a while (it started first, or ran ahead) is
+	 * pulled back by our values and comes back near, where a refusal
+	 * would leave it training alone, ever farther and ever suspect. */
+	mix = gossip_vet(g, &g->serve, q.count, from, now, &rms, &own_rms);
+	if (mix != GOSSIP_REFUSE_N && mix != GOSSIP_REFUSE_SUSPECT) {
 		gossip_reply_status(g, from, q.nonce, GOSSIP_REPLY_REFUSED);
 		return;
 	}
 	/* -EBUSY: an external trainer holds the model and its queue of
 	 * mixes is full; the partner may try another peer. */
-	if ((rc = model_average_in(g->m, g->serve.mask.r, g->serve.mask.n,
-	    g->serve.theirs)) < 0) {
+	if (mix == GOSSIP_REFUSE_N && (rc = model_average_in(g->m, g->serve.mask.r,
+	    g->serve.mask.n, g->serve.theirs)) < 0) {
 		if (rc == -EBUSY)
 			g->busy_out++;
 		else
@@ -590,9 +596,11 @@ gossip_on_req(struct gossip *g, double now, const char *from, const uint8_t *buf
 	gossip_tamper(g, &g->serve);
 	if (gossip_reply_encode(&r, g->serve.mine, g->serve.wire, g->serve.wcap, &rlen) == 0)
 		g->ops.send(g->ops.arg, from, GOSSIP_T_REPLY, g->serve.wire, rlen, NULL, NULL);
+	g->served++;
+	if (mix != GOSSIP_REFUSE_N)
+		return;
 	gossip_note_distance(g, rms, own_rms);
 	gossip_note_mixed(g, &g->serve);
-	g->served++;
 }
 
 /* Initiator: the partner's answer to our REQ. */

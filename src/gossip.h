@@ -34,8 +34,9 @@
  * sender. What passes goes to trust (trust.h), when one is set: a slice
  * farther than the members' median distance times the clip factor is
  * pulled in to that radius before it is mixed, and a member whose slices
- * keep lying far is suspect and refused (reason suspect) until they come
- * back near. Clipping alone would let a bad partner drag this peer by the
+ * keep lying far is suspect: its values are not mixed (reason suspect)
+ * until they come back near, though its requests are still answered with
+ * ours. Clipping alone would let a bad partner drag this peer by the
  * radius every exchange; the suspicion ends that after a few. A peer
  * never sends values of its own that are not finite (no REQ, or REFUSED
  * instead).

@@ -353,13 +353,19 @@ rounds_done(void *arg, const char *addr, double now, enum gossip_result res,
 		rounds_on_step(r, now);
 }
 
-/* Values from addr were refused: selection avoids it for a while. */
+/* Values from addr were refused: selection avoids it for a while. Not a
+ * suspect's: trust alone keeps it out of choice and lets it back in once
+ * it comes near, where a sit-out doubling with each refused slice would
+ * shun an honest member that only ran ahead for minutes after. */
 static void
 rounds_refused(void *arg, const char *addr, enum gossip_refusal why)
 {
 	struct rounds *r = arg;
 
-	select_offence(r->select, addr, util_now(), (unsigned)why);
+	if (why == GOSSIP_REFUSE_SUSPECT)
+		select_note_refusal(r->select, addr, (unsigned)why);
+	else
+		select_offence(r->select, addr, util_now(), (unsigned)why);
 }
 
 /* A joiner starts training once it holds the job's model: the pull picks

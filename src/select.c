@@ -187,6 +187,15 @@ select_record(struct select *s, const char *addr, double now, size_t bytes, doub
 }
 
 void
+select_note_refusal(struct select *s, const char *addr, unsigned reason)
+{
+	struct select_link *l = select_get(s, addr);
+
+	if (l != NULL && reason < SELECT_REASONS)
+		l->offences[reason]++;
+}
+
+void
 select_offence(struct select *s, const char *addr, double now, unsigned reason)
 {
 	struct select_link *l = select_get(s, addr);

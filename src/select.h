@@ -69,6 +69,9 @@ void select_record(struct select *s, const char *addr, double now, size_t bytes,
  * SELECT_PENALTY_HALFLIFE seconds, so a member that recovers (or was
  * refused once by chance) comes back. */
 void select_offence(struct select *s, const char *addr, double now, unsigned reason);
+/* Counts a refusal of addr's values without the sit-out (one that another
+ * rule already keeps out of choice). */
+void select_note_refusal(struct select *s, const char *addr, unsigned reason);
 /* NULL if the link was never picked or measured. */
 const struct select_link *select_link(const struct select *s, const char *addr);
 /* Add "select": {policy, candidates_last, picks...} to obj. */

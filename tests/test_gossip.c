@@ -9,7 +9,8 @@
  * malformed and mismatched requests change nothing. Poison: a REQ or REPLY
  * carrying NaN or Inf, or absurd finite values, is refused, counted,
  * reported and leaves the model unchanged; a peer whose own values are not
- * finite never sends them. select: random and adaptive picks, the
+ * finite never sends them. A member that trust suspects is still answered
+ * with our values, and its own are left out. select: random and adaptive picks, the
  * bandwidth cut-off, the connectivity guard, the failure backoff and the
  * decaying shun of an offender. The codec: a REQ and a REPLY encode to
  * the documented bytes, decode back, and every shorter prefix is refused.
@@ -27,6 +28,7 @@
 #include "gossip.h"
 #include "mask.h"
 #include "select.h"
+#include "trust.h"
 #include "util.h"
 #include "wire.h"
 
@@ -427,6 +429,38 @@ test_poison(void)
 	teardown();
 }
 
+/* A suspect's request: answered with our values, so an honest member that
+ * ran ahead is pulled back near; its values are not mixed. */
+static void
+test_suspect_served(void)
+{
+	struct trust *t;
+	float *a0, *b0, *a1;
+
+	setup(GOSSIP_DENSE, GOSSIP_FP32, 1.0, "40-20-10", "40-20-10");
+	REQUIRE(trust_new(&(struct trust_params){ 2.0 }, &t) == 0);
+	gossip_set_trust(peers[1].g, t);
+	for (int i = 0; i < 3; i++)
+		trust_refused(t, peers[0].addr, 0.0);
+	REQUIRE(trust_suspect(t, peers[0].addr));
+	a0 = snap(peers[0].m);
+	b0 = snap(peers[1].m);
+	CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == 0);
+	pump(0);
+	CHECKF(peers[0].done == 1 && peers[0].last == GOSSIP_OK, "done %d last %d",
+	    peers[0].done, peers[0].last);
+	CHECK(same(peers[1].m, b0));
+	CHECK(rejected(peers[1].g, "suspect") == 1 && peers[1].refused[GOSSIP_REFUSE_SUSPECT] == 1);
+	a1 = snap(peers[0].m);
+	for (size_t i = 0; i < peers[0].m->d; i++)
+		CHECKF(a1[i] == (a0[i] + b0[i]) / 2, "coordinate %zu: %g, not the average", i, a1[i]);
+	free(a0);
+	free(b0);
+	free(a1);
+	teardown();
+	trust_free(t);
+}
+
 static void
 test_select(void)
 {
@@ -493,6 +527,11 @@ test_select(void)
 	select_offence(s, "b:1", 1000, 1);
 	CHECK(select_link(s, "b:1")->offences[1] == 2);
 	CHECK(select_pick(s, 1002.1, addrs + 1, 1, NULL) != NULL);
+	/* A refusal noted without a sit-out (a suspect's) is counted only. */
+	for (int i = 0; i < 5; i++)
+		select_note_refusal(s, "b:1", 2);
+	CHECK(select_link(s, "b:1")->offences[2] == 5);
+	CHECK(select_pick(s, 1002.2, addrs + 1, 1, NULL) != NULL);
 	select_free(s);
 }
 /* A REQ whose density and block no mask can hold (issue 18.2: a block
@@ -742,6 +781,7 @@ static const struct check_case cases[] = {
 	{ "gossip_busy_timeout_malformed", test_busy_timeout_malformed },
 	{ "gossip_bad_mask", test_bad_mask },
 	{ "gossip_poison", test_poison },
+	{ "gossip_suspect_served", test_suspect_served },
 	{ "gossip_select", test_select },
 	{ "gossip_codec", test_codec },
 	{ NULL, NULL }
