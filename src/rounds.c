@@ -186,8 +186,6 @@ rounds_start(struct rounds *r, double now, const char *exclude)
 	rounds_schedule(r, now);
 }
 
-/* Start a round if `interval` steps have passed since the last one began.
- * The trainer waits for it only with lag (pace). */
 /* An outer step (outer.h) every outer_interval steps. */
 static void
 rounds_outer(struct rounds *r, uint64_t step)
@@ -204,6 +202,9 @@ rounds_outer(struct rounds *r, uint64_t step)
 		log_warn("outer step: %s", strerror(-rc));
 }
 
+/* Start a round if `interval` steps have passed since the last one began.
+ * The trainer waits for it only with lag (pace). The step is read once:
+ * an external trainer's can move between two reads. */
 void
 rounds_on_step(struct rounds *r, double now)
 {
@@ -211,10 +212,10 @@ rounds_on_step(struct rounds *r, double now)
 
 	if (r == NULL || r->joining)
 		return;
-	rounds_outer(r, rounds_step_now(r));
+	step = rounds_step_now(r);
+	rounds_outer(r, step);
 	if (gossip_active(r->gossip))
 		return;
-	step = rounds_step_now(r);
 	if (step < r->round_step + (uint64_t)r->cfg->interval)
 		return;
 	r->round_step = step;
