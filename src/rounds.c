@@ -356,8 +356,8 @@ rounds_done(void *arg, const char *addr, double now, enum gossip_result res,
 
 /* Values from addr were refused: selection avoids it for a while. Not a
  * suspect's: trust alone keeps it out of choice and lets it back in once
- * it comes near, where a sit-out doubling with each refused slice would
- * shun an honest member that only ran ahead for minutes after. */
+ * it comes near, while a sit-out doubling with each refused slice would
+ * keep out for minutes an honest member that ran ahead for a moment. */
 static void
 rounds_refused(void *arg, const char *addr, enum gossip_refusal why)
 {

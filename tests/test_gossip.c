@@ -10,9 +10,10 @@
  * carrying NaN or Inf, or absurd finite values, is refused, counted,
  * reported and leaves the model unchanged; a peer whose own values are not
  * finite never sends them. A member that trust suspects is still answered
- * with our values, and its own are left out. select: random and adaptive picks, the
- * bandwidth cut-off, the connectivity guard, the failure backoff and the
- * decaying shun of an offender. The codec: a REQ and a REPLY encode to
+ * with our values, and its own are left out. select: random and adaptive
+ * picks, the bandwidth cut-off, the connectivity guard, the failure
+ * backoff, the decaying shun of an offender and a refusal counted without
+ * one. The codec: a REQ and a REPLY encode to
  * the documented bytes, decode back, and every shorter prefix is refused.
  * The model pull is test_pull's.
  */
