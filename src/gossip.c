@@ -596,9 +596,10 @@ gossip_on_req(struct gossip *g, double now, const char *from, const uint8_t *buf
 	gossip_tamper(g, &g->serve);
 	if (gossip_reply_encode(&r, g->serve.mine, g->serve.wire, g->serve.wcap, &rlen) == 0)
 		g->ops.send(g->ops.arg, from, GOSSIP_T_REPLY, g->serve.wire, rlen, NULL, NULL);
-	g->served++;
+	/* A suspect's answer is no exchange: nothing was mixed here. */
 	if (mix != GOSSIP_REFUSE_N)
 		return;
+	g->served++;
 	gossip_note_distance(g, rms, own_rms);
 	gossip_note_mixed(g, &g->serve);
 }

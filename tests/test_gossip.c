@@ -452,6 +452,7 @@ test_suspect_served(void)
 	    peers[0].done, peers[0].last);
 	CHECK(same(peers[1].m, b0));
 	CHECK(rejected(peers[1].g, "suspect") == 1 && peers[1].refused[GOSSIP_REFUSE_SUSPECT] == 1);
+	CHECK(gossip_exchanges(peers[1].g) == 0 && gossip_exchanges(peers[0].g) == 1);
 	a1 = snap(peers[0].m);
 	for (size_t i = 0; i < peers[0].m->d; i++)
 		CHECKF(a1[i] == (a0[i] + b0[i]) / 2, "coordinate %zu: %g, not the average", i, a1[i]);
