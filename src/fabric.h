@@ -97,8 +97,11 @@ int fabric_post(struct fabric *f, struct fabric_op *op);
 int fabric_cancel(struct fabric *f, struct fabric_op *op);
 
 /*
- * Close all handles and the endpoint, then call every op still in flight
- * with -ECANCELED, then cb. The fabric is freed before cb runs.
+ * Cancel the body receives no message matched yet, let those being read
+ * finish (at most 2 s; see fabric.c for why), then close all handles and
+ * the endpoint, call every op still in flight with -ECANCELED, then cb.
+ * The fabric is freed before cb runs. Ops may complete, with any status,
+ * until then; fabric_post refuses new ones.
  */
 void fabric_close(struct fabric *f, void (*cb)(void *arg), void *arg);
 
