@@ -98,10 +98,15 @@ daemon_shutdown(struct daemon *d)
 	httpd_close(d->httpd);
 	d->httpd = NULL;
 	if (d->transport != NULL) {
+		char suspects[4096];
+
 		/* The totals, once: scripts read the log after the process is gone. */
 		log_info("traffic: sent %" PRIu64 " bytes, received %" PRIu64 " bytes, %" PRIu64
 		    " exchanges", transport_bytes_sent(d->transport),
 		    transport_bytes_received(d->transport), rounds_exchanges(d->rounds));
+		if (rounds_suspects_text(d->rounds, suspects, sizeof(suspects)) >= 0)
+			log_info("trust: suspects at exit: %s",
+			    suspects[0] != '\0' ? suspects : "none");
 		/* fails what is still in flight: no send callback after this */
 		transport_close(d->transport, NULL, NULL);
 		d->transport = NULL;

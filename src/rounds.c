@@ -592,6 +592,16 @@ rounds_trust(const struct rounds *r, const char *addr)
 	return r != NULL ? trust_member(r->trust, addr) : NULL;
 }
 
+int
+rounds_suspects_text(const struct rounds *r, char *buf, size_t size)
+{
+	if (r == NULL) {
+		buf[0] = '\0';
+		return -1;
+	}
+	return trust_suspects_text(r->trust, buf, size);
+}
+
 void
 rounds_set_tamper(struct rounds *r, gossip_tamper_fn fn, void *arg)
 {

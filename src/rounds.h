@@ -111,6 +111,8 @@ const struct closing *rounds_closing(const struct rounds *r);
 const struct select_link *rounds_link(const struct rounds *r, const char *addr);
 /* NULL if gossip never received a slice from addr. */
 const struct trust_member *rounds_trust(const struct rounds *r, const char *addr);
+/* trust_suspects_text of what gossip received; -1 without rounds. */
+int rounds_suspects_text(const struct rounds *r, char *buf, size_t size);
 /* The test build's fault injection (gossip_set_tamper). */
 void rounds_set_tamper(struct rounds *r, gossip_tamper_fn fn, void *arg);
 uint64_t rounds_exchanges(const struct rounds *r);

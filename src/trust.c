@@ -6,7 +6,9 @@
 #include "trust.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,6 +196,32 @@ const struct trust_member *
 trust_member(const struct trust *t, const char *addr)
 {
 	return trust_find(t, addr);
+}
+
+int
+trust_suspects_text(const struct trust *t, char *buf, size_t size)
+{
+	size_t used = 0;
+	int n = 0, w;
+
+	buf[0] = '\0';
+	if (t->p.factor <= 0)
+		return -1;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct trust_member *e = &t->m[i];
+
+		if (e->suspicion < TRUST_SUSPECT)
+			continue;
+		w = used < size ? snprintf(buf + used, size - used,
+		    "%s%s suspicion %.2f (%" PRIu64 " slices, %" PRIu64
+		    " clipped, %" PRIu64 " refused)", n > 0 ? "; " : "",
+		    e->addr, e->suspicion, e->slices, e->clipped, e->refused) : 0;
+		n++;
+		used += w > 0 ? (size_t)w : 0;
+	}
+	if (used >= size && size >= 4)
+		memcpy(buf + size - 4, "...", 4);
+	return n;
 }
 
 int

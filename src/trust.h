@@ -88,6 +88,10 @@ double trust_weight(const struct trust *t, const char *addr);
 int trust_suspect(const struct trust *t, const char *addr);
 /* NULL if nothing was ever received from addr. */
 const struct trust_member *trust_member(const struct trust *t, const char *addr);
+/* The members suspect now, as "ADDR suspicion S (N slices, C clipped, R
+ * refused)" joined by "; ", in buf (cut short with "..." if it is too
+ * small). Returns how many, or -1 with trust off (buf then empty). */
+int trust_suspects_text(const struct trust *t, char *buf, size_t size);
 /* Add "trust": {factor, radius, members, suspects, clipped} to obj. */
 int trust_stats_json(const struct trust *t, double now, json_t *obj);
 

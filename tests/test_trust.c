@@ -112,6 +112,34 @@ test_refused_and_rejoin(void)
 	trust_free(t);
 }
 
+/* The exit log's list: suspects only, with their counts; cut short, not
+ * overrun, in a small buffer. */
+static void
+test_suspects_text(void)
+{
+	struct trust *t = mk(2);
+	char buf[256], small[24], expect[128];
+
+	CHECK(trust_suspects_text(t, buf, sizeof(buf)) == 0 && buf[0] == '\0');
+	for (int k = 0; k < 3; k++) {
+		trust_refused(t, addr(5), k);
+		trust_refused(t, addr(6), k);
+	}
+	obs(t, addr(1), 3, 1.0, -1);
+	CHECK(trust_suspects_text(t, buf, sizeof(buf)) == 2);
+	snprintf(expect, sizeof(expect), "%s suspicion ", addr(5));
+	CHECKF(strncmp(buf, expect, strlen(expect)) == 0, "%s", buf);
+	CHECKF(strstr(buf, "(0 slices, 0 clipped, 3 refused); ") != NULL, "%s", buf);
+	CHECKF(strstr(buf, addr(6)) != NULL && strstr(buf, addr(1)) == NULL, "%s", buf);
+	CHECK(trust_suspects_text(t, small, sizeof(small)) == 2);
+	CHECKF(strlen(small) == sizeof(small) - 1 &&
+	    strcmp(small + sizeof(small) - 4, "...") == 0, "%s", small);
+	trust_free(t);
+	t = mk(0);
+	CHECK(trust_suspects_text(t, buf, sizeof(buf)) == -1 && buf[0] == '\0');
+	trust_free(t);
+}
+
 static void
 test_full_table(void)
 {
@@ -151,6 +179,7 @@ static const struct check_case cases[] = {
 	{ "trust_radius", test_radius },
 	{ "trust_suspect", test_suspect },
 	{ "trust_refused_and_rejoin", test_refused_and_rejoin },
+	{ "trust_suspects_text", test_suspects_text },
 	{ "trust_full_table", test_full_table },
 	{ "trust_off", test_off },
 	{ NULL, NULL }

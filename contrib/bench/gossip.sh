@@ -67,8 +67,9 @@
 #                   (src/fault.h), the others plain gossipd without it.
 #                   Every figure is then the honest peers' alone, and the
 #                   report adds how well the honest peers' suspicion
-#                   (`peers`, read every 2 s into peers.txt) picks
-#                   out the faulty ones (contrib/bench/robust.sh)
+#                   (the suspects each log names at exit, else `peers`
+#                   read every 2 s into peers.txt) picks out the faulty
+#                   ones (contrib/bench/robust.sh)
 # Ports: free ones, from tests/fleet.sh: consecutive ones for each gossipd
 # run, one for the DDP rendezvous (gloo's own pair sockets take ephemeral
 # ports).

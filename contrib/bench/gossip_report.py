@@ -57,38 +57,73 @@ def interp(ts, vs, t):
     return v_a + (vs[i] - v_a) * max(0.0, t - t_a) / (ts[i] - t_a)
 
 
+SUSPECTS_AT_EXIT = re.compile(r"trust: suspects at exit: (.*)$")
+
+
+def suspects_at_exit(d, p):
+    """The addresses p's log names as suspect when it exited, or None
+    when it has no such line (killed, trust off, or an older build)."""
+    path = os.path.join(d, "p%d.log" % p)
+    if not os.path.exists(path):
+        return None
+    found = None
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = SUSPECTS_AT_EXIT.search(line)
+            if m:
+                found = {} if m.group(1) == "none" else {
+                    e.split(" ", 1)[0]: 1.0 for e in m.group(1).split("; ")}
+    return found
+
+
 def suspicion_f1(d, meta):
-    """How well the honest peers' suspicion (`peers`, suspicion >= 0.5)
-    picks out the faulty members: F1 over (honest observer, other member)
-    pairs, each observer's latest look in which it listed every member.
-    Also the pairs' counts. None without faulty members or looks."""
+    """How well the honest peers' suspicion (>= 0.5) picks out the faulty
+    members: F1 over (honest observer, other member) pairs. Each observer's
+    verdict is what its log names as suspect at exit, or else its latest
+    look (`peers`, in peers.txt) that listed every member. A pair counts
+    even where the observer never exchanged with the member, so the F1 of
+    the members, each flagged when at least one honest observer suspects
+    it, is given too (f1_members). Also the pairs' counts. None without
+    faulty members or verdicts."""
     faulty, n, base = set(meta["faulty"]), meta["peers"], meta["base"]
     latest = {}
     path = os.path.join(d, "peers.txt")
-    if not faulty or not os.path.exists(path):
+    if not faulty:
         return None
-    with open(path) as f:
-        for line in f:
-            try:
-                _, p, js = line.split(" ", 2)
-                listed = json.loads(js)["peers"]
-            except (ValueError, KeyError):
-                continue
-            seen = {e["addr"]: e.get("suspicion", 0) for e in listed if not e["self"]}
-            if int(p) not in faulty and len(seen) >= n - 1:
-                latest[int(p)] = seen
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                try:
+                    _, p, js = line.split(" ", 2)
+                    listed = json.loads(js)["peers"]
+                except (ValueError, KeyError):
+                    continue
+                seen = {e["addr"]: e.get("suspicion", 0) for e in listed if not e["self"]}
+                if int(p) not in faulty and len(seen) >= n - 1:
+                    latest[int(p)] = seen
+    for p in range(n):
+        at_exit = suspects_at_exit(d, p) if p not in faulty else None
+        if at_exit is not None:
+            latest[p] = at_exit
     tp = fp = fn = 0
+    by_anyone = set()
     for p, seen in latest.items():
-        for addr, sus in seen.items():
-            q = int(addr.rsplit(":", 1)[1]) - base
-            bad, flagged = q in faulty, sus >= 0.5
-            tp += bad and flagged
-            fp += flagged and not bad
-            fn += bad and not flagged
+        flagged = {int(a.rsplit(":", 1)[1]) - base for a, sus in seen.items() if sus >= 0.5}
+        by_anyone |= flagged
+        for q in range(n):
+            if q == p:
+                continue
+            bad = q in faulty
+            tp += bad and q in flagged
+            fp += q in flagged and not bad
+            fn += bad and q not in flagged
     if not latest:
         return None
     f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0
-    return dict(f1=f1, tp=tp, fp=fp, fn=fn, observers=len(latest))
+    mtp = len(by_anyone & faulty)
+    mfp, mfn = len(by_anyone - faulty), len(faulty - by_anyone)
+    return dict(f1=f1, tp=tp, fp=fp, fn=fn, observers=len(latest),
+                f1_members=2 * mtp / (2 * mtp + mfp + mfn))
 
 
 def gossip_system(name, d, meta):
@@ -341,7 +376,8 @@ def main():
             ss_over_counter=(sum(r["ss_ratio"]) / len(r["ss_ratio"]) if r["ss_ratio"] else None),
             failed=r["failed"], timeout=r["timeout"],
             faulty=len(r["meta"].get("faulty", [])),
-            suspicion_f1=r["trust"]["f1"] if r.get("trust") else None))
+            suspicion_f1=r["trust"]["f1"] if r.get("trust") else None,
+            suspicion_f1_members=r["trust"]["f1_members"] if r.get("trust") else None))
     fields = list(summary[0].keys()) + ["bytes_ratio_ddp_over_this", "time_ratio_this_over_ddp"]
     ddp = next((x for x in summary if x["kind"] == "ddp"), None)
     for x in summary:

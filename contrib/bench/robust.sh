@@ -9,7 +9,8 @@
 # through contrib/bench/gossip.sh (its header defines the figures); every
 # figure of a faulty job is its honest peers' alone, and the report adds
 # the F1 with which the honest peers' suspicion picks out the faulty
-# members (suspicion >= 0.5 in `peers`, each honest peer's latest look).
+# members (suspicion >= 0.5: the suspects each honest peer's log names at
+# exit, else its latest look in `peers`).
 #
 # Run from the build directory (or set BUILD), after
 # `make src/gossipd src/gossipctl tests/gossipd_faulty`:

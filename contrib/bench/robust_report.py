@@ -48,11 +48,12 @@ def main():
     seeds = a.seeds.split()
     base = {s: load(a.out, s, "honest") for s in seeds}
     lines = ["| run | faulty | honest peers' final acc. min / mean | worst peer vs honest job "
-             "(points: median, worst seed) | suspicion F1 | time to target / honest's "
+             "(points: median, worst seed) | suspicion F1: pairs / members | time to target / honest's "
              "| bytes to target / honest's | failed runs |",
              "|---|---|---|---|---|---|---|---|"]
     for run in a.runs:
-        mins, means, gaps, f1s, tr, br, faulty, failed = [], [], [], [], [], [], 0, 0
+        mins, means, gaps, f1s, mf1s, tr, br = [], [], [], [], [], [], []
+        faulty = failed = 0
         for s in seeds:
             r, b = load(a.out, s, run), base[s]
             if r is None or r.get("failed", "0") not in ("0", "") or r.get("timeout") == "True":
@@ -63,15 +64,17 @@ def main():
             mins.append(num(r["final_acc_min"]))
             means.append(num(r["final_acc_mean"]))
             f1s.append(num(r.get("suspicion_f1")))
+            mf1s.append(num(r.get("suspicion_f1_members")))
             if b is not None:
                 if num(r["final_acc_min"]) is not None and num(b["final_acc_min"]) is not None:
                     gaps.append(100 * (num(r["final_acc_min"]) - num(b["final_acc_min"])))
                 for key, acc in (("t_target_mean", tr), ("bytes_target", br)):
                     x, y = num(r[key]), num(b[key])
                     acc.append(x / y if x is not None and y else None)
-        lines.append("| %s | %d | %s / %s | %s, %s | %s | %s | %s | %d of %d |" % (
+        lines.append("| %s | %d | %s / %s | %s, %s | %s / %s | %s | %s | %d of %d |" % (
             run, faulty, fmt(med(mins)), fmt(med(means)), fmt(med(gaps), "%+.2f"),
             fmt(min(gaps) if gaps else None, "%+.2f"), fmt(med(f1s), "%.2f"),
+            fmt(med(mf1s), "%.2f"),
             fmt(med(tr), "%.2f"), fmt(med(br), "%.2f"), failed, len(seeds)))
     table = "\n".join(lines) + "\n"
     with open(os.path.join(a.out, "table.md"), "w") as f:
