@@ -43,8 +43,9 @@ struct fabric {
 	uv_timer_t		retry;
 	uv_timer_t		quiesce;
 	int			handles_open;
-	int			closing;	/* fabric_close was called */
-	int			handles_closing;
+	/* fabric_close was called; its handles close (uv_is_closing on poll)
+	 * once no body receive is left (see fabric_close). */
+	int			closing;
 	void			(*close_cb)(void *);
 	void			*close_arg;
 
@@ -361,12 +362,12 @@ on_prepare(uv_prepare_t *h)
 	struct fabric *f = h->data;
 	struct fid *fids[1] = { &f->cq->fid };
 
-	if (f->handles_closing)
+	if (uv_is_closing((uv_handle_t *)&f->poll))
 		return;
 	if (fi_trywait(f->fabric, fids, 1) != FI_SUCCESS) {
 		drain(f);
 		/* A completion callback may have closed us meanwhile. */
-		if (!f->handles_closing)
+		if (!uv_is_closing((uv_handle_t *)&f->poll))
 			uv_idle_start(&f->idle, on_idle);
 	} else
 		uv_idle_stop(&f->idle);
@@ -691,9 +692,8 @@ on_handle_closed(uv_handle_t *h)
 static void
 close_handles(struct fabric *f)
 {
-	if (f->handles_closing)
+	if (uv_is_closing((uv_handle_t *)&f->poll))
 		return;
-	f->handles_closing = 1;
 	/* Never close the CQ's fd while uv_poll still watches it. */
 	uv_poll_stop(&f->poll);
 	uv_close((uv_handle_t *)&f->poll, on_handle_closed);
