@@ -158,7 +158,7 @@ commands_peer(struct daemon *d, const struct member_info *e, double now)
 		    json_integer((json_int_t)(l ? l->offences[r] : 0)));
 	snprintf(id, sizeof(id), "%016" PRIx64, e->id);
 	return json_pack("{s:s, s:s, s:s, s:I, s:b, s:o, s:o, s:o, s:f, s:o, s:o, s:I, s:I,"
-	    " s:o, s:f, s:o, s:I}",
+	    " s:o, s:f, s:o, s:I, s:I, s:I}",
 	    "id", id, "addr", e->addr, "state", member_state_name(e->state),
 	    "incarnation", (json_int_t)e->incarnation, "self", e->self,
 	    "rtt", e->rtt < 0 ? json_null() : util_json_real(e->rtt),
@@ -173,7 +173,9 @@ commands_peer(struct daemon *d, const struct member_info *e, double now)
 	    "exchanges", (json_int_t)(l ? l->exchanges : 0), "refused", refused,
 	    "suspicion", t ? t->suspicion : 0.0,
 	    "distance", t == NULL || t->distance < 0 ? json_null() : util_json_real(t->distance),
-	    "clipped", (json_int_t)(t ? t->clipped : 0));
+	    "slices", (json_int_t)(t ? t->slices : 0),
+	    "clipped", (json_int_t)(t ? t->clipped : 0),
+	    "behind", (json_int_t)(t ? t->behind : 0));
 }
 
 static int

@@ -105,7 +105,8 @@ static const struct config_key config_keys[] = {
 	{ "clip_factor", 0, "X", CT_DOUBLE, OFF(clip_factor), 0, 1000, NULL, 1,
 	  "robust mixing: a received slice farther from this peer's values than X times the"
 	  " members' median distance is pulled in to that radius, and a member whose slices"
-	  " keep lying that far is suspect and shunned; 0 = off (default: 2)" },
+	  " keep lying that far, or behind this peer's way since its start, is suspect and"
+	  " shunned; 0 = off (default: 2)" },
 	{ "outer_lr", 0, "X", CT_DOUBLE, OFF(outer_lr), 0.01, 10, NULL, 0,
 	  "outer step every outer_interval steps: learning rate on what the peer's steps and"
 	  " exchanges changed since the last one; 1 with outer_momentum 0 = off (default: 1)" },

@@ -13,7 +13,6 @@
 
 #include "log.h"
 #include "mask.h"
-#include "model.h"
 #include "rng.h"
 #include "rounds.h"
 #include "util.h"
@@ -27,8 +26,7 @@ struct fault_row {
 struct fault {
 	const struct fault_row *row;
 	double x;
-	struct model *m;
-	float *x0;                /* the model at the first exchange, if needed */
+	const float *x0;          /* the model this peer started from */
 	struct rng rng;
 };
 
@@ -128,18 +126,17 @@ fault_parse(const char *spec, struct fault **out, struct errbuf *err)
 	    " signflip, stale, alie[:Z])", (int)len, spec);
 }
 
+/* Without the model it started from, a kind that needs it sends the
+ * values as they are. */
 static void
-fault_tamper(void *arg, const struct mask *mask, float *vals, size_t count, double distance)
+fault_tamper(void *arg, const struct mask *mask, float *vals, size_t count, double distance,
+    const float *origin)
 {
 	struct fault *f = arg;
-	struct model_range whole = { 0, f->m->d };
 	size_t k = 0;
 
-	if (fault_needs_x0(f) && f->x0 == NULL) {
-		f->x0 = xcalloc(f->m->d, sizeof(float));
-		if (model_gather(f->m, &whole, 1, f->x0) < 0)
-			log_warn("fault: cannot read the model: x0 is zeros");
-	}
+	if (fault_needs_x0(f) && (f->x0 = origin) == NULL)
+		return;
 	for (size_t r = 0; r < mask->n && k < count; r++) {
 		for (size_t j = 0; j < mask->r[r].len && k < count; j++, k++)
 			f->row->apply(f, mask->r[r].off + j, &vals[k], distance);
@@ -147,9 +144,8 @@ fault_tamper(void *arg, const struct mask *mask, float *vals, size_t count, doub
 }
 
 void
-fault_attach(struct fault *f, struct rounds *r, struct model *m)
+fault_attach(struct fault *f, struct rounds *r)
 {
-	f->m = m;
 	rounds_set_tamper(r, fault_tamper, f);
 	log_warn("fault: this peer sends faulty values (%s)", f->row->name);
 }
@@ -157,8 +153,5 @@ fault_attach(struct fault *f, struct rounds *r, struct model *m)
 void
 fault_free(struct fault *f)
 {
-	if (f == NULL)
-		return;
-	free(f->x0);
 	free(f);
 }

@@ -11,9 +11,10 @@
  *   bitflip:P   one random bit of each value flipped with probability P
  *               (1e-4): silent data corruption
  *   scale:K     values times K (1000); scale:0 sends a zeroed model
- *   signflip    what it learnt since its first exchange, negated:
- *               2 x0 - x, with x0 its model then
- *   stale       its model at its first exchange, for ever (a free-rider)
+ *   signflip    what it learnt since it started, negated: 2 x0 - x,
+ *               with x0 the model it started from (the job's start
+ *               model, or the one it pulled)
+ *   stale       x0 for ever: a free-rider that never trains
  *   alie:Z      "a little is enough" (Baruch et al. 2019): values shifted
  *               by Z times the consensus distance, all in one sign
  *               pattern over the coordinates that every alie member
@@ -23,14 +24,13 @@
 #define GD_FAULT_H
 
 struct fault;
-struct model;
 struct rounds;
 struct errbuf;
 
 /* spec is KIND or KIND:X; -EINVAL with err naming the key otherwise. */
 int fault_parse(const char *spec, struct fault **out, struct errbuf *err);
-/* From now on the values r's exchanges send of m go through f. */
-void fault_attach(struct fault *f, struct rounds *r, struct model *m);
+/* From now on the values r's exchanges send go through f. */
+void fault_attach(struct fault *f, struct rounds *r);
 void fault_free(struct fault *f);
 
 #endif

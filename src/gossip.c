@@ -8,6 +8,9 @@
  * has its own scratch buffers, grown to the largest exchange and reused:
  * no allocation per exchange once warm, and serving a REQ while an own
  * exchange is in flight cannot clobber the mask that exchange will need.
+ * The model as it was when it became ready (its origin: the job's start
+ * or a pulled model, d floats) stays too, for trust to measure the ways
+ * from it of both sides of a slice (trust.h).
  */
 #include "gossip.h"
 
@@ -53,6 +56,8 @@ struct gossip {
 	struct gossip_scratch serve;  /* answering someone else's */
 	struct drift *drift;          /* mode delta's anchor (drift.h) */
 	struct trust *trust;          /* borrowed; may be NULL */
+	float *origin;                /* the model when it became ready; d floats */
+	size_t origin_d;
 	gossip_tamper_fn tamper;      /* test builds only */
 	void *tamper_arg;
 
@@ -165,6 +170,7 @@ gossip_free(struct gossip *g)
 	gossip_scratch_free(&g->own);
 	gossip_scratch_free(&g->serve);
 	drift_free(g->drift);
+	free(g->origin);
 	free(g);
 }
 
@@ -187,22 +193,52 @@ gossip_set_tamper(struct gossip *g, gossip_tamper_fn fn, void *arg)
 	g->tamper_arg = arg;
 }
 
+/* The origin, if it is of the model as it is now (NULL: none). */
+static const float *
+gossip_origin(const struct gossip *g)
+{
+	return g->origin != NULL && g->origin_d == g->m->d ? g->origin : NULL;
+}
+
 /* The test build's fault on values about to leave; the peer's own
  * bookkeeping of the exchange sees them too, as it is the faulty one. */
 static void
 gossip_tamper(struct gossip *g, struct gossip_scratch *sc)
 {
 	if (g->tamper != NULL)
-		g->tamper(g->tamper_arg, &sc->mask, sc->mine, sc->mask.count, g->distance);
+		g->tamper(g->tamper_arg, &sc->mask, sc->mine, sc->mask.count, g->distance,
+		    gossip_origin(g));
+}
+
+/* The model as it is now becomes the origin trust measures ways from;
+ * without memory for it, none (trust then judges by distance alone). */
+static void
+gossip_take_origin(struct gossip *g)
+{
+	struct model_range whole = { 0, g->m->d };
+	float *x;
+
+	if (g->m->d == 0 || (x = realloc(g->origin, g->m->d * sizeof(float))) == NULL)
+		goto none;
+	g->origin = x;
+	g->origin_d = g->m->d;
+	if (model_gather(g->m, &whole, 1, g->origin) == 0)
+		return;
+none:
+	free(g->origin);
+	g->origin = NULL;
+	g->origin_d = 0;
 }
 
 void
 gossip_set_ready(struct gossip *g, int ready)
 {
 	/* The model was replaced (pulled from donors): its drift is not
-	 * this peer's learning. */
+	 * this peer's learning, and it is where this peer starts. */
 	if (ready && !g->ready)
 		drift_reset(g->drift);
+	if (ready && (!g->ready || g->origin == NULL))
+		gossip_take_origin(g);
 	g->ready = ready;
 }
 
@@ -293,6 +329,36 @@ gossip_refuse(struct gossip *g, const char *from, double now, enum gossip_refusa
 	return why;
 }
 
+/* How far each side has come from this peer's origin on sc's mask
+ * (trust.h, struct trust_slice); way 0 without an origin. */
+static void
+gossip_ways(const struct gossip *g, const struct gossip_scratch *sc, size_t n,
+    struct trust_slice *sl)
+{
+	const float *x0 = gossip_origin(g);
+	double mm = 0, tt = 0, mt = 0;
+	size_t k = 0;
+
+	sl->way = sl->ratio = sl->cos = 0;
+	if (x0 == NULL)
+		return;
+	for (size_t r = 0; r < sc->mask.n; r++) {
+		for (size_t j = 0; j < sc->mask.r[r].len && k < n; j++, k++) {
+			double o = (double)x0[sc->mask.r[r].off + j];
+			double a = (double)sc->mine[k] - o, b = (double)sc->theirs[k] - o;
+
+			mm += a * a;
+			tt += b * b;
+			mt += a * b;
+		}
+	}
+	if (k == 0 || mm <= 0)
+		return;
+	sl->way = sqrt(mm / (double)k);
+	sl->ratio = sqrt(tt / mm);
+	sl->cos = tt > 0 ? mt / sqrt(mm * tt) : 0;
+}
+
 /* What trust (trust.h) says of a slice that passed the bounds: pulled in
  * to its radius and weighed by its sender's trust, in place (*rms with
  * it), or refused as a suspect's. */
@@ -307,6 +373,7 @@ gossip_trust(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *
 	if (g->trust == NULL)
 		return GOSSIP_REFUSE_N;
 	sl.radius = trust_radius(g->trust, now);
+	gossip_ways(g, sc, n, &sl);
 	was = trust_suspect(g->trust, from);
 	is = trust_observe(g->trust, from, now, &sl);
 	if (is != was)

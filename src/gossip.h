@@ -116,10 +116,11 @@ struct mask;
 struct trust;
 
 /* Rewrites the count values of this peer's own about to be sent on mask
- * (distance: the consensus distance, < 0 unknown): a fault injected by
- * the test build's --fault (fault.h), never set in the installed daemon. */
+ * (distance: the consensus distance, < 0 unknown; origin: the whole model
+ * as this peer started from it, NULL unknown): a fault injected by the
+ * test build's --fault (fault.h), never set in the installed daemon. */
 typedef void (*gossip_tamper_fn)(void *arg, const struct mask *mask, float *vals,
-    size_t count, double distance);
+    size_t count, double distance, const float *origin);
 
 const char *gossip_values_name(enum gossip_values v);
 const char *gossip_refusal_name(enum gossip_refusal r);

@@ -200,7 +200,7 @@ main(int argc, char **argv)
 		log_error("%s", err.msg);
 #ifdef GOSSIPD_FAULTS
 	else if (fault != NULL && d.rounds != NULL)
-		fault_attach(fault, d.rounds, d.model);
+		fault_attach(fault, d.rounds);
 #endif
 	uv_run(loop, UV_RUN_DEFAULT);
 	uv_loop_close(loop);

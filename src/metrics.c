@@ -366,8 +366,12 @@ static const struct metric_def metric_defs[] = {
 	    "how much this peer suspects the member, 0 to 1 (0.5 and above: shunned)" },
 	{ "peer", "distance", MK_NUMBER, "gossipd_peer_distance", G, NULL,
 	    "RMS distance of the member's latest slice from this peer's values" },
+	{ "peer", "slices", MK_NUMBER, "gossipd_peer_slices_total", C, NULL,
+	    "slices of the member judged (received within the far bound)" },
 	{ "peer", "clipped", MK_NUMBER, "gossipd_peer_clipped_total", C, NULL,
 	    "slices of the member pulled in to the clipping radius" },
+	{ "peer", "behind", MK_NUMBER, "gossipd_peer_behind_total", C, NULL,
+	    "slices of the member that had not come this peer's way since its start" },
 	{ "peer", "self", MK_SKIP, NULL, NULL, NULL, NULL },
 };
 

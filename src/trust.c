@@ -25,6 +25,22 @@
  * bad slices is suspect after three, one good slice in four keeps an
  * honest member well below TRUST_SUSPECT. */
 #define TRUST_ALPHA 0.25
+/* A slice's way (trust.h) is judged when this peer has come at least
+ * rms / TRUST_WAY_GATE from its origin: a joiner that has just pulled has
+ * come nowhere, and every honest slice would look stale to it. A stale
+ * slice lies rms = way off, a negated one about 2 way. */
+#define TRUST_WAY_GATE 4.0
+/* Badness of a way: 0 at a ratio of TRUST_RATIO_OK and above, 1 at
+ * TRUST_RATIO_BAD and below, and 0 at a cosine of TRUST_COS_OK and above,
+ * 1 at TRUST_COS_BAD and below. Measured (gossipd(8) FAULTS): honest
+ * members' least ratio and cosine 0.64 and 0.59 on iid shards, 0.24 and
+ * 0.27 on skewed ones (tests/closing.sh); a stale model's ratio 0.01 to
+ * 0.04 (int8's rounding), a negated one's cosine -0.43 or less in 95% of
+ * its slices. */
+#define TRUST_RATIO_OK 0.3
+#define TRUST_RATIO_BAD 0.1
+#define TRUST_COS_OK 0.0
+#define TRUST_COS_BAD -0.3
 
 struct trust {
 	struct trust_params p;
@@ -126,11 +142,12 @@ trust_note(struct trust_member *e, double badness)
 	return e->suspicion >= TRUST_SUSPECT;
 }
 
-/* The badness of slice s (trust.h); < 0 without a quorum, when there is
- * no median to judge it by. Squared: an honest member's spread above the
- * median costs little (1.5x the median at factor 2: 0.25), the radius all. */
+/* The badness of slice s's distance (trust.h); < 0 without a quorum,
+ * when there is no median to judge it by. Squared: an honest member's
+ * spread above the median costs little (1.5x the median at factor 2:
+ * 0.25), the radius all. */
 static double
-trust_badness(const struct trust *t, const struct trust_slice *s)
+trust_far(const struct trust *t, const struct trust_slice *s)
 {
 	double median;
 
@@ -141,11 +158,28 @@ trust_badness(const struct trust *t, const struct trust_slice *s)
 	    pow((s->rms / median - 1) / (t->p.factor - 1), 2);
 }
 
+/* 0 at ok, 1 at bad, linear between (bad < ok). */
+static double
+trust_ramp(double x, double ok, double bad)
+{
+	return x >= ok ? 0 : x <= bad ? 1 : (ok - x) / (ok - bad);
+}
+
+/* The badness of slice s's way (trust.h): < 0 when it is not judged. */
+static double
+trust_behind(const struct trust_slice *s)
+{
+	if (!(s->way > 0) || s->way * TRUST_WAY_GATE < s->rms)
+		return -1;
+	return fmax(trust_ramp(s->ratio, TRUST_RATIO_OK, TRUST_RATIO_BAD),
+	    trust_ramp(s->cos, TRUST_COS_OK, TRUST_COS_BAD));
+}
+
 int
 trust_observe(struct trust *t, const char *addr, double now, const struct trust_slice *s)
 {
 	struct trust_member *e;
-	double bad;
+	double bad, behind;
 
 	if (t->p.factor <= 0)
 		return 0;
@@ -157,7 +191,10 @@ trust_observe(struct trust *t, const char *addr, double now, const struct trust_
 		e->clipped++;
 		t->clipped++;
 	}
-	bad = trust_badness(t, s);
+	behind = trust_behind(s);
+	if (behind >= 0.5)
+		e->behind++;
+	bad = fmax(trust_far(t, s), behind);
 	return bad < 0 ? e->suspicion >= TRUST_SUSPECT : trust_note(e, bad);
 }
 
@@ -213,9 +250,9 @@ trust_suspects_text(const struct trust *t, char *buf, size_t size)
 		if (e->suspicion < TRUST_SUSPECT)
 			continue;
 		w = used < size ? snprintf(buf + used, size - used,
-		    "%s%s suspicion %.2f (%" PRIu64 " slices, %" PRIu64
-		    " clipped, %" PRIu64 " refused)", n > 0 ? "; " : "",
-		    e->addr, e->suspicion, e->slices, e->clipped, e->refused) : 0;
+		    "%s%s suspicion %.2f (%" PRIu64 " slices, %" PRIu64 " clipped, %" PRIu64
+		    " behind, %" PRIu64 " refused)", n > 0 ? "; " : "", e->addr, e->suspicion,
+		    e->slices, e->clipped, e->behind, e->refused) : 0;
 		n++;
 		used += w > 0 ? (size_t)w : 0;
 	}

@@ -6,12 +6,17 @@
  * slice from this peer's values and a suspicion score in [0, 1]: an EWMA
  * of each slice's badness, 0 at or below the median distance, rising as
  * the square of the excess to 1 at the clipping radius and beyond, and 1
- * for a refused slice.
+ * for a refused slice; or, if worse, how far the slice lies behind.
  *
- * Distance is all it judges by. A measure of how much of this peer's own
- * way since its start a member's slices share (near 1 for an honest one,
- * near 0 for a stale model) was tried and dropped: on skewed shards honest
- * members go other ways, and it shunned them (tests/closing.sh).
+ * Behind: the caller (gossip) keeps the model this peer started from and
+ * measures, on the slice, the member's way from there against its own: a
+ * stale model (the start, never trained) has come no way, a negated one
+ * (2 start - x) went back, and either lies within the radius while the
+ * models have moved little against their spread, so distance cannot see
+ * them. The test asks only that a member has come some way and not
+ * backwards, not that it came this peer's way: an earlier measure, the
+ * share of this peer's way a slice had come, judged bad below 0.45,
+ * shunned honest members on skewed shards (tests/closing.sh).
  *
  * The clipping radius is factor x the median of the members' latest
  * distances, one vote per member seen lately: a minority sending far
@@ -54,7 +59,9 @@ struct trust_member {
 	double distance;        /* RMS distance of its latest slice; < 0 none */
 	double seen;            /* when that slice came */
 	double suspicion;       /* [0, 1] */
-	uint64_t slices, clipped, refused;
+	/* slices received, beyond the radius, behind (the way's badness
+	 * 0.5 or more), refused */
+	uint64_t slices, clipped, behind, refused;
 };
 
 struct trust;
@@ -71,6 +78,10 @@ double trust_radius(const struct trust *t, double now);
 struct trust_slice {
 	double rms;             /* its RMS distance from this peer's values */
 	double radius;          /* trust_radius before it came */
+	/* The ways from this peer's origin on it: way the RMS of mine -
+	 * origin (0: no origin), ratio the RMS of theirs - origin over way,
+	 * cos the cosine of the two. */
+	double way, ratio, cos;
 };
 
 /* Updates addr's record with slice s and returns 1 when addr is now
@@ -88,8 +99,8 @@ double trust_weight(const struct trust *t, const char *addr);
 int trust_suspect(const struct trust *t, const char *addr);
 /* NULL if nothing was ever received from addr. */
 const struct trust_member *trust_member(const struct trust *t, const char *addr);
-/* The members suspect now, as "ADDR suspicion S (N slices, C clipped, R
- * refused)" joined by "; ", in buf (cut short with "..." if it is too
+/* The members suspect now, as "ADDR suspicion S (N slices, C clipped, B
+ * behind, R refused)" joined by "; ", in buf (cut short with "..." if it is too
  * small). Returns how many, or -1 with trust off (buf then empty). */
 int trust_suspects_text(const struct trust *t, char *buf, size_t size);
 /* Add "trust": {factor, radius, members, suspects, clipped} to obj. */

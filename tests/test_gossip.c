@@ -10,7 +10,8 @@
  * carrying NaN or Inf, or absurd finite values, is refused, counted,
  * reported and leaves the model unchanged; a peer whose own values are not
  * finite never sends them. A member that trust suspects is still answered
- * with our values, and its own are left out. select: random and adaptive
+ * with our values, and its own are left out; one that sends the model
+ * this peer started from is behind, and suspect after three. select: random and adaptive
  * picks, the bandwidth cut-off, the connectivity guard, the failure
  * backoff, the decaying shun of an offender and a refusal counted without
  * one. The codec: a REQ and a REPLY encode to
@@ -463,6 +464,53 @@ test_suspect_served(void)
 	trust_free(t);
 }
 
+/* Set m to x + shift on every coordinate. */
+static void
+shifted(struct model *m, const float *x, float shift)
+{
+	float *y = malloc(m->d * sizeof(float));
+
+	for (size_t i = 0; i < m->d; i++)
+		y[i] = x[i] + shift;
+	CHECK(model_restore(m, y, NULL) == 0);
+	free(y);
+}
+
+/* The responder measures ways from the model it became ready with: a
+ * partner that has come the way this peer came is not behind; one that
+ * sends that start model (stale) is, and is suspect after three slices,
+ * before trust has a quorum to judge distances by. */
+static void
+test_behind(void)
+{
+	const struct trust_member *e;
+	struct trust *t;
+	float *b0;
+
+	setup(GOSSIP_DENSE, GOSSIP_FP32, 1.0, "40-20-10", "40-20-10");
+	REQUIRE(trust_new(&(struct trust_params){ 2.0 }, &t) == 0);
+	gossip_set_trust(peers[1].g, t);
+	gossip_set_ready(peers[1].g, 1);
+	b0 = snap(peers[1].m);
+	for (int k = 0; k < 6; k++) {
+		shifted(peers[1].m, b0, 0.5f);
+		shifted(peers[0].m, b0, k < 3 ? 0.6f : 0.0f);
+		CHECK(gossip_start(peers[0].g, 0.0, peers[1].addr) == 0);
+		pump(0);
+		e = trust_member(t, peers[0].addr);
+		REQUIRE(e != NULL);
+		if (k == 2)
+			CHECKF(e->suspicion == 0 && e->behind == 0, "suspicion %g behind %llu",
+			    e->suspicion, (unsigned long long)e->behind);
+	}
+	CHECKF(trust_suspect(t, peers[0].addr) && e->behind == 3, "suspicion %g behind %llu",
+	    e->suspicion, (unsigned long long)e->behind);
+	CHECK(rejected(peers[1].g, "suspect") == 1);
+	free(b0);
+	teardown();
+	trust_free(t);
+}
+
 static void
 test_select(void)
 {
@@ -784,6 +832,7 @@ static const struct check_case cases[] = {
 	{ "gossip_bad_mask", test_bad_mask },
 	{ "gossip_poison", test_poison },
 	{ "gossip_suspect_served", test_suspect_served },
+	{ "gossip_behind", test_behind },
 	{ "gossip_select", test_select },
 	{ "gossip_codec", test_codec },
 	{ NULL, NULL }

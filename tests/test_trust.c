@@ -5,8 +5,9 @@
  * slices is suspect after three and comes back after near ones; honest
  * spread around the median stays far below suspicion; a refusal counts as
  * the worst slice; records outlive their member, so a rejoin on the same
- * address keeps its score; a mix is weighed down as suspicion grows; with
- * factor 0 nothing is judged.
+ * address keeps its score; a mix is weighed down as suspicion grows; a
+ * slice that has not come this peer's way from its origin counts as bad
+ * (test_behind); with factor 0 nothing is judged.
  */
 #include <math.h>
 #include <stdio.h>
@@ -27,7 +28,16 @@ mk(double factor)
 static int
 obs(struct trust *t, const char *a, double now, double rms, double radius)
 {
-	return trust_observe(t, a, now, &(struct trust_slice){ rms, radius });
+	return trust_observe(t, a, now, &(struct trust_slice){ .rms = rms, .radius = radius });
+}
+
+/* A slice rms away whose ways from the origin are way (this peer's),
+ * ratio and cos (theirs against it). */
+static int
+obs_way(struct trust *t, const char *a, double rms, double radius, double way, double ratio,
+    double cos)
+{
+	return trust_observe(t, a, 0, &(struct trust_slice){ rms, radius, way, ratio, cos });
 }
 
 static const char *
@@ -129,7 +139,7 @@ test_suspects_text(void)
 	CHECK(trust_suspects_text(t, buf, sizeof(buf)) == 2);
 	snprintf(expect, sizeof(expect), "%s suspicion ", addr(5));
 	CHECKF(strncmp(buf, expect, strlen(expect)) == 0, "%s", buf);
-	CHECKF(strstr(buf, "(0 slices, 0 clipped, 3 refused); ") != NULL, "%s", buf);
+	CHECKF(strstr(buf, "(0 slices, 0 clipped, 0 behind, 3 refused); ") != NULL, "%s", buf);
 	CHECKF(strstr(buf, addr(6)) != NULL && strstr(buf, addr(1)) == NULL, "%s", buf);
 	CHECK(trust_suspects_text(t, small, sizeof(small)) == 2);
 	CHECKF(strlen(small) == sizeof(small) - 1 &&
@@ -137,6 +147,41 @@ test_suspects_text(void)
 	trust_free(t);
 	t = mk(0);
 	CHECK(trust_suspects_text(t, buf, sizeof(buf)) == -1 && buf[0] == '\0');
+	trust_free(t);
+}
+
+/* Slices within the radius are judged by their way too: a stale model
+ * (ratio near 0) and a negated one (cosine below 0) are suspect after
+ * three, with or without a quorum; honest ways on skewed shards (the
+ * least ratio and cosine seen, 0.24 and 0.27) and a joiner that has come
+ * no way yet are not; a stale member's slices count as behind. */
+static void
+test_behind(void)
+{
+	struct trust *t = mk(2);
+	int k, bad = 0;
+
+	for (int i = 0; i < 4; i++)
+		obs(t, addr(i), 0, 1.0, -1);
+	for (k = 1; k <= 10 && !bad; k++)
+		bad = obs_way(t, addr(5), 1.0, trust_radius(t, 0), 1.0, 0.01, 0.5);
+	CHECKF(bad && k - 1 == 3, "stale: suspect after %d slices", k - 1);
+	CHECK(trust_member(t, addr(5))->behind == 3 && trust_member(t, addr(5))->clipped == 0);
+	bad = 0;
+	for (k = 1; k <= 10 && !bad; k++)
+		bad = obs_way(t, addr(6), 1.9, -1, 1.0, 1.0, -0.7);
+	CHECKF(bad && k - 1 == 3, "negated: suspect after %d slices", k - 1);
+	bad = 0;
+	for (k = 0; k < 50; k++) {
+		bad |= obs_way(t, addr(1), 1.0, trust_radius(t, 0), 1.0, 0.24, 0.5);
+		bad |= obs_way(t, addr(2), 1.0, trust_radius(t, 0), 1.0, 1.0, 0.27);
+	}
+	CHECK(!bad);
+	CHECK(trust_member(t, addr(2))->suspicion == 0 && trust_member(t, addr(2))->behind == 0);
+	/* this peer has come 1/5 of the honest distance: a way not judged */
+	for (k = 0; k < 10; k++)
+		bad |= obs_way(t, addr(3), 1.0, trust_radius(t, 0), 0.2, 0.01, -1);
+	CHECK(!bad && trust_member(t, addr(3))->suspicion == 0);
 	trust_free(t);
 }
 
@@ -180,6 +225,7 @@ static const struct check_case cases[] = {
 	{ "trust_suspect", test_suspect },
 	{ "trust_refused_and_rejoin", test_refused_and_rejoin },
 	{ "trust_suspects_text", test_suspects_text },
+	{ "trust_behind", test_behind },
 	{ "trust_full_table", test_full_table },
 	{ "trust_off", test_off },
 	{ NULL, NULL }

@@ -58,6 +58,9 @@ def interp(ts, vs, t):
 
 
 SUSPECTS_AT_EXIT = re.compile(r"trust: suspects at exit: (.*)$")
+# Slices a member needs to send before bad ones can make it suspect
+# (trust.c's TRUST_ALPHA: three): fewer, and a pair is not judged.
+JUDGED_SLICES = 3
 
 
 def suspects_at_exit(d, p):
@@ -76,6 +79,22 @@ def suspects_at_exit(d, p):
     return found
 
 
+TRAFFIC_AT_EXIT = re.compile(r"traffic: sent (\d+) bytes")
+
+
+def sent_at_exit(d, p):
+    """The bytes p's log says it sent in all (its exit line), or None."""
+    path = os.path.join(d, "p%d.log" % p)
+    found = None
+    if os.path.exists(path):
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = TRAFFIC_AT_EXIT.search(line)
+                if m:
+                    found = int(m.group(1))
+    return found
+
+
 def suspicion_f1(d, meta):
     """How well the honest peers' suspicion (>= 0.5) picks out the faulty
     members: F1 over (honest observer, other member) pairs. Each observer's
@@ -83,10 +102,12 @@ def suspicion_f1(d, meta):
     look (`peers`, in peers.txt) that listed every member. A pair counts
     even where the observer never exchanged with the member, so the F1 of
     the members, each flagged when at least one honest observer suspects
-    it, is given too (f1_members). Also the pairs' counts. None without
-    faulty members or verdicts."""
+    it, is given too (f1_members), and the F1 over the pairs judged, where
+    the observer's latest look counts JUDGED_SLICES or more slices of the
+    member (f1_judged, None without such a look; judged: how many). Also
+    the pairs' counts. None without faulty members or verdicts."""
     faulty, n, base = set(meta["faulty"]), meta["peers"], meta["base"]
-    latest = {}
+    latest, slices = {}, {}
     path = os.path.join(d, "peers.txt")
     if not faulty:
         return None
@@ -101,11 +122,14 @@ def suspicion_f1(d, meta):
                 seen = {e["addr"]: e.get("suspicion", 0) for e in listed if not e["self"]}
                 if int(p) not in faulty and len(seen) >= n - 1:
                     latest[int(p)] = seen
+                    slices[int(p)] = {int(e["addr"].rsplit(":", 1)[1]) - base:
+                                      e.get("slices", 0) for e in listed if not e["self"]}
     for p in range(n):
         at_exit = suspects_at_exit(d, p) if p not in faulty else None
         if at_exit is not None:
             latest[p] = at_exit
     tp = fp = fn = 0
+    judged = [0, 0, 0]      # tp, fp, fn over the pairs judged
     by_anyone = set()
     for p, seen in latest.items():
         flagged = {int(a.rsplit(":", 1)[1]) - base for a, sus in seen.items() if sus >= 0.5}
@@ -114,16 +138,21 @@ def suspicion_f1(d, meta):
             if q == p:
                 continue
             bad = q in faulty
-            tp += bad and q in flagged
-            fp += q in flagged and not bad
-            fn += bad and q not in flagged
+            verdict = (bad and q in flagged, q in flagged and not bad, bad and q not in flagged)
+            tp, fp, fn = tp + verdict[0], fp + verdict[1], fn + verdict[2]
+            if slices.get(p, {}).get(q, 0) >= JUDGED_SLICES:
+                judged = [j + v for j, v in zip(judged, verdict)]
     if not latest:
         return None
-    f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0
     mtp = len(by_anyone & faulty)
     mfp, mfn = len(by_anyone - faulty), len(faulty - by_anyone)
-    return dict(f1=f1, tp=tp, fp=fp, fn=fn, observers=len(latest),
-                f1_members=2 * mtp / (2 * mtp + mfp + mfn))
+    return dict(f1=f1_of(tp, fp, fn), tp=tp, fp=fp, fn=fn, observers=len(latest),
+                f1_members=f1_of(mtp, mfp, mfn),
+                f1_judged=f1_of(*judged) if sum(judged) else None, judged=sum(judged))
+
+
+def f1_of(tp, fp, fn):
+    return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0
 
 
 def gossip_system(name, d, meta):
@@ -213,7 +242,9 @@ def gossip_system(name, d, meta):
         tot = [interp(polls[p][0], polls[p][1], t) for p in honest if polls[p][0]]
         gos = [interp(polls[p][0], polls[p][2], t) for p in honest if polls[p][0]]
         return sum(tot) / len(tot), sum(gos) / len(gos)
+    sent = [b for b in (sent_at_exit(d, p) for p in honest) if b is not None]
     return dict(n=len(honest), rows=rows, bytes_at=bytes_at, trust=suspicion_f1(d, meta),
+                sent_at_exit=sent,
                 start=min(starts) if starts else float("nan"),
                 finals=finals, consensus=consensus, done=done, ss_ratio=ss_ratio,
                 final_bytes_polled=final_bytes, exchanges=exch, steps_polled=steps)
@@ -373,11 +404,14 @@ def main():
             final_bytes_polled_mean=(sum(r["final_bytes_polled"]) / len(r["final_bytes_polled"])
                                      if r["final_bytes_polled"] else None),
             exchanges_mean=(sum(r["exchanges"]) / len(r["exchanges"]) if r["exchanges"] else None),
+            sent_at_exit_mean=(sum(r["sent_at_exit"]) / len(r["sent_at_exit"])
+                               if r.get("sent_at_exit") else None),
             ss_over_counter=(sum(r["ss_ratio"]) / len(r["ss_ratio"]) if r["ss_ratio"] else None),
             failed=r["failed"], timeout=r["timeout"],
             faulty=len(r["meta"].get("faulty", [])),
             suspicion_f1=r["trust"]["f1"] if r.get("trust") else None,
-            suspicion_f1_members=r["trust"]["f1_members"] if r.get("trust") else None))
+            suspicion_f1_members=r["trust"]["f1_members"] if r.get("trust") else None,
+            suspicion_f1_judged=r["trust"]["f1_judged"] if r.get("trust") else None))
     fields = list(summary[0].keys()) + ["bytes_ratio_ddp_over_this", "time_ratio_this_over_ddp"]
     ddp = next((x for x in summary if x["kind"] == "ddp"), None)
     for x in summary:
