@@ -120,7 +120,8 @@ static const struct config_key config_keys[] = {
 	  " process's own (default: agree)" },
 	{ "start_timeout", 0, "SECONDS", CT_DOUBLE, OFF(start_timeout), 0.1, 86400, NULL, 0,
 	  "start agree: longest wait for a member holding a model, then each process's own;"
-	  " a joiner's longest wait for a live member to pull from, then exit 3 (default: 60)" },
+	  " a joiner's longest wait for a live member to pull from, or with every donor failing,"
+	  " then exit 3 (default: 60)" },
 	{ "close_budget", 0, "X", CT_DOUBLE, OFF(close_budget), 0, 1e6, NULL, 0,
 	  "closing phase after the training budget: send at most X model sizes exchanging"
 	  " before leaving; 0 = no closing phase (default: 8)" },

@@ -99,6 +99,7 @@ struct pull {
 	/* A joiner alone (pull.h): since when, how long it may last, whether
 	 * it said so, whether it gave up. */
 	double alone_since;       /* < 0: not alone */
+	double failing_since;     /* first of the attempts failed in a row; < 0 none */
 	double wait;              /* 0: forever */
 	int stranded, gave_up;
 	/* Start agreement (pull_agree): its deadline, this peer's address. */
@@ -166,6 +167,7 @@ pull_new(struct model *m, double timeout, int joining, const struct pull_ops *op
 	p->ready = !joining;
 	p->first_seen = -1;
 	p->alone_since = -1;
+	p->failing_since = -1;
 	*out = p;
 	return 0;
 }
@@ -565,6 +567,31 @@ pull_agree_failed(struct pull *p, const struct pull_join *j, double now)
 		p->retry_at = now + PULL_RETRY;
 }
 
+/* Every donor of an attempt failed: the next attempt, PULL_RETRY later,
+ * picks others. Live members that all keep failing (joiners themselves,
+ * still without a model, after the job's other members left) are no
+ * better than none: after the wait a joiner gives up as one alone does. */
+static void
+pull_failed(struct pull *p, double now)
+{
+	char why[160];
+
+	if (p->failing_since < 0) {
+		p->failing_since = now;
+		log_warn("bootstrap: every donor failed; trying others");
+	} else {
+		log_debug("bootstrap: every donor failed again; trying others");
+	}
+	if (p->wait > 0 && now >= p->failing_since + p->wait) {
+		p->gave_up = 1;
+		snprintf(why, sizeof(why), "bootstrap: every donor failed for %.0f s "
+		    "(start_timeout): no live member holds the model", now - p->failing_since);
+		p->ops.gave_up(p->ops.arg, why);
+		return;
+	}
+	p->retry_at = now + PULL_RETRY;
+}
+
 /* After every event of a joiner's: a failed attempt makes way for the
  * next, a complete one goes to ops->pulled. */
 static void
@@ -580,8 +607,7 @@ pull_conclude(struct pull *p, double now)
 	if (j->failed && p->agree) {
 		pull_agree_failed(p, j, now);
 	} else if (j->failed) {
-		log_warn("bootstrap: every donor failed; trying others");
-		p->retry_at = now + PULL_RETRY;
+		pull_failed(p, now);
 	} else {
 		for (int i = 0; i < j->ndonors; i++)
 			at += (size_t)snprintf(donors + at, sizeof(donors) - at, "%s%s",
@@ -657,6 +683,7 @@ pull_members(struct pull *p, double now, const char *const *live, size_t n)
 	if (!p->joining || p->gave_up || p->join != NULL || now < p->retry_at)
 		return;
 	if (n == 0 && !p->agree) {
+		p->failing_since = -1;
 		pull_alone(p, now);
 		return;
 	}

@@ -43,7 +43,8 @@
  * so (a warning, and pull_stranded for status), and once it lasts the
  * wait given by pull_set_wait it gives up (ops->gave_up) rather than wait
  * forever for a job that may be over. A member that comes back in time
- * ends the wait.
+ * ends the wait. So does a joiner whose attempts all fail for that long
+ * (its live members are joiners without a model, the others gone).
  *
  * Both sides share one object because a peer is a donor exactly when it is
  * not pulling: a joiner refuses PULLs until its model is in, and so does a

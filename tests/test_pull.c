@@ -761,6 +761,36 @@ test_alone(void)
 	teardown();
 }
 
+/* A joiner whose only live member has no model to give (a joiner too,
+ * the job's others gone): every attempt fails; after the wait, in a row,
+ * it gives up, once, saying so. */
+static void
+test_donors_fail(void)
+{
+	double first = -1, end = -1;
+	int tries = 0;
+
+	setup(1);
+	pull_set_wait(peers[0].p, 10);
+	pull_set_ready(peers[1].p, 0);
+	for (; gave_up == 0 && now < 30; now += PULL_RETRY) {
+		members(1);
+		if (nq > 0 && first < 0)
+			first = now;
+		tries += nq > 0;
+		pump(0, -1);
+		end = now;
+	}
+	CHECKF(gave_up == 1 && strstr(gave_up_why, "every donor failed") != NULL,
+	    "gave up %d times: %s", gave_up, gave_up_why);
+	CHECKF(first >= 0 && end >= first + 10 && end < first + 10 + 2 * PULL_RETRY &&
+	    tries > 10, "first try at %g, gave up at %g after %d tries", first, end, tries);
+	now += 100;
+	members(1);
+	CHECK(gave_up == 1 && nq == 0 && pulled == 0);
+	teardown();
+}
+
 static void
 test_joins(void)
 {
@@ -778,6 +808,7 @@ static const struct check_case cases[] = {
 	{ "pull_window", test_window },
 	{ "pull_slots", test_slots },
 	{ "pull_alone", test_alone },
+	{ "pull_donors_fail", test_donors_fail },
 	{ NULL, NULL }
 };
 
