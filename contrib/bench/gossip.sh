@@ -61,6 +61,12 @@
 #   JOIN_AT []      seconds after launch (or `closing`) a new peer joins
 #                   through peer 0 (--join) with the last peer's shard;
 #                   its final model counts like the others'
+#   REJOIN_AT []    with FAULTY: this many seconds after launch (or
+#                   `suspected`: once peer 0 suspects half as many members
+#                   as there are faulty ones) the faulty peers are SIGKILLed
+#                   and each started again on its address through peer 0
+#                   (--join), a new process with a new id and the same
+#                   fault (a Sybil rejoin after its penalty)
 #   FAULTY [0]      in a system whose options (or GOSSIPD_OPTS) hold --fault KIND[:X], the
 #                   last FAULTY peers are faulty members: tests/gossipd_faulty
 #                   (`make tests/gossipd_faulty`) with --fault KIND[:X]
@@ -102,6 +108,7 @@ run_limit=${RUN_LIMIT:-240}
 extra=${GOSSIPD_OPTS:-}
 kill_at=${KILL_AT:-}
 join_at=${JOIN_AT:-}
+rejoin_at=${REJOIN_AT:-}
 poll=${POLL:-0.5}
 faulty=${FAULTY:-0}
 FLEET_BUILD=$build
@@ -169,12 +176,17 @@ peer() {
 }
 
 # due WHEN: has the moment WHEN (seconds after t0, or `closing`: a poll
-# found peer $closer, not the last one, in its closing phase) come? Every
+# found peer $closer, not the last one, in its closing phase, or
+# `suspected`: peer 0 suspects half of $nfaulty members or more) come? Every
 # poll looks at every peer: a phase that ends by distance can be over
 # between two polls of one peer.
 due() {
 	case $1 in
 	closing) [ -n "$closer" ] ;;
+	suspected)
+		local n
+		n=$(fleet_ctl p0 --json stats 2>/dev/null | fleet_json '.trust.suspects // 0' 2>/dev/null) || n=0
+		[ "${n:-0}" -ge $(((nfaulty + 1) / 2)) ] ;;
 	*) [ "$(echo "$(now) - $t0 >= $1" | bc)" = 1 ] ;;
 	esac
 }
@@ -229,7 +241,7 @@ run_gossip() {
 	rm -rf "${dir:?}"
 	mkdir -p "$dir"
 	FLEET_LOGS=$dir
-	local killed= joined= polled=$npeers churn= nfaulty=0 poller=
+	local killed= joined= rejoined= polled=$npeers churn= nfaulty=0 poller=
 	case " $* $extra " in *" --fault "*) nfaulty=$faulty ;; esac
 	[ "$nfaulty" -eq 0 ] || [ -x "$FLEET_BUILD/tests/gossipd_faulty" ] || {
 		echo "gossip.sh: $FLEET_BUILD/tests/gossipd_faulty not found: make tests/gossipd_faulty" >&2
@@ -246,6 +258,7 @@ run_gossip() {
 	[ -n "$kill_at" ] && churn=" (SIGKILL at $kill_at)"
 	[ "$kill_at" = closing ] && churn="$churn (the victim closing until killed)"
 	[ -n "$join_at" ] && churn="$churn (join at $join_at)"
+	[ -n "$rejoin_at" ] && [ "$nfaulty" -gt 0 ] && churn="$churn (faulty rejoin at $rejoin_at)"
 	# Poll every peer's status (and, as a cross-check, the bytes_sent of
 	# each process's TCP sockets) until all are gone or the limit passes.
 	: >"$dir/status.txt"
@@ -272,6 +285,16 @@ run_gossip() {
 			echo "== $name: SIGKILL p$((npeers - 1)) at $(echo "$(now) - $t0" | bc) s" >&2
 			fleet_kill KILL "p$((npeers - 1))"
 			killed=1
+		fi
+		if [ -n "$rejoin_at" ] && [ "$nfaulty" -gt 0 ] && [ -z "$rejoined" ] &&
+			due "$rejoin_at"; then
+			echo "== $name: the faulty peers rejoin under new ids at $(echo "$(now) - $t0" | bc) s" >&2
+			for ((i = npeers - nfaulty; i < npeers; i++)); do
+				fleet_kill KILL "p$i"
+				fleet_wait_exit "p$i" 10 || true
+				peer "$i" "127.0.0.1:$base" "$@"
+			done
+			rejoined=1
 		fi
 		if [ -n "$join_at" ] && [ -z "$joined" ] && due "$join_at"; then
 			echo "== $name: p$npeers joins at $(echo "$(now) - $t0" | bc) s" >&2

@@ -17,7 +17,11 @@
 #     contrib/bench/robust.sh [OUTDIR]      (default OUTDIR: ./bench-robust)
 # Environment (defaults in brackets):
 #   PEERS [16]  FAULTY [4]  EPOCHS [3]  SEEDS ["1 2 3"]
-#   KINDS ["scale:0 stale signflip alie bitflip scale:1000"]
+#   KINDS ["scale:0 stale signflip alie bitflip scale:1000 sybil"]
+#         sybil: zeroed members (scale:0) that, once peer 0 suspects half
+#         of them (SYBIL_AT [suspected], or seconds after launch), are
+#         killed and rejoin on their addresses under new ids (gossip.sh's
+#         REJOIN_AT)
 #   OFF_KINDS ["scale:0"]  kinds also run with trust off (may be empty)
 #   EVAL_SAMPLES [1000]  TARGET [0.80]  RUN_LIMIT [600]  POLL [1]
 #   and gossip.sh's other variables (GOSSIPD_OPTS is taken for --fault)
@@ -31,7 +35,7 @@ build=${BUILD:-.}
 peers=${PEERS:-16}
 faulty=${FAULTY:-4}
 seeds=${SEEDS:-1 2 3}
-kinds=${KINDS:-scale:0 stale signflip alie bitflip scale:1000}
+kinds=${KINDS:-scale:0 stale signflip alie bitflip scale:1000 sybil}
 off_kinds=${OFF_KINDS-scale:0}
 python=${PYTHON:-/usr/bin/python3}
 
@@ -46,9 +50,10 @@ export TARGET=${TARGET:-0.80} RUN_LIMIT=${RUN_LIMIT:-600} POLL=${POLL:-1} FAULTY
 
 # run SEED NAME FAULT OPTIONS: one gossip.sh run, its report quiet
 run() {
-	local seed=$1 name=$2 fault=$3 opts=$4
+	local seed=$1 name=$2 fault=$3 opts=$4 rejoin=
+	[ "$fault" != sybil ] || { fault=scale:0; rejoin=${SYBIL_AT:-suspected}; }
 	echo "== seed $seed: $name" >&2
-	SEED=$seed SYSTEMS="$name:iid:$opts" GOSSIPD_OPTS=${fault:+--fault $fault} \
+	SEED=$seed SYSTEMS="$name:iid:$opts" GOSSIPD_OPTS=${fault:+--fault $fault} REJOIN_AT=$rejoin \
 		"$here/gossip.sh" "$out/s$seed/$name" >"$out/s$seed/$name.out" 2>&1 ||
 		echo "robust.sh: seed $seed $name failed: see $out/s$seed/$name.out" >&2
 }
