@@ -21,7 +21,10 @@
  * - a crash: the peer stops at once and messages to it vanish; their
  *   senders' transport gives up TRANSPORT_DEFAULT_TIMEOUT_MS after each
  *   such send (sent callback -ETIMEDOUT, then member_peer_down), as for a
- *   host that lost power: no FIN, no early error;
+ *   host that lost power: no FIN, no early error. Or (--crash refused)
+ *   as for a process killed on a host that stays up, the case of the live
+ *   tests on 127.0.0.1: its kernel refuses the connection, and the sender
+ *   hears so one round trip after each such send;
  * - a clean leave (member_leave; gone once member_leave_done), and fresh
  *   joins through one random live member.
  *
@@ -72,7 +75,8 @@ static struct {
 	double		steady_s;
 	int		kills, joins;
 	double		gap_s;		/* between two events */
-} opt = { 100, 3, 0.0001, 0.020, 0.050, 0, 0.2, 1, 1.0, 60, 5, 3, 15 };
+	int		refused;	/* --crash refused */
+} opt = { 100, 3, 0.0001, 0.020, 0.050, 0, 0.2, 1, 1.0, 60, 5, 3, 15, 0 };
 
 enum sim_nstate { SIM_OFF, SIM_UP, SIM_LEAVING, SIM_GONE };
 
@@ -419,7 +423,8 @@ sim_deliver(struct sim_ev *e)
 
 	if (!sim_running(e->to)) {
 		/* the transport of the sender gives up on it */
-		r = sim_ev_new(SIM_DOWN, e->sent + SIM_DOWN_S, e->from, e->to, 0);
+		r = sim_ev_new(SIM_DOWN, opt.refused ? now + sim_latency(e->to, e->from) :
+		    e->sent + SIM_DOWN_S, e->from, e->to, 0);
 		r->cb = e->cb;
 		r->cbarg = e->cbarg;
 		sim_ev_push(r);
@@ -747,7 +752,11 @@ sim_usage(FILE *f)
 	    "      --kills K        peers killed, one by one (default 5)\n"
 	    "      --joins J        fresh peers joining, one by one (default 3)\n"
 	    "      --gap-s S        seconds between two events (default 15)\n"
-	    "  -h, --help           this text\n", SIM_MAX_SITES);
+	    "      --crash silent|refused  a killed peer's host is lost, its senders'\n"
+	    "                       transport gives up after %u ms (silent, the default),\n"
+	    "                       or stays up and refuses connections (refused)\n"
+	    "  -h, --help           this text\n", SIM_MAX_SITES,
+	    (unsigned)TRANSPORT_DEFAULT_TIMEOUT_MS);
 }
 
 static int
@@ -766,6 +775,7 @@ sim_parse(int argc, char **argv)
 		{ "kills", required_argument, NULL, 'k' },
 		{ "joins", required_argument, NULL, 'j' },
 		{ "gap-s", required_argument, NULL, 'g' },
+		{ "crash", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -791,6 +801,11 @@ sim_parse(int argc, char **argv)
 		case 'k': opt.kills = atoi(optarg); break;
 		case 'j': opt.joins = atoi(optarg); break;
 		case 'g': opt.gap_s = atof(optarg); break;
+		case 'c':
+			if (strcmp(optarg, "silent") != 0 && strcmp(optarg, "refused") != 0)
+				return -EINVAL;
+			opt.refused = optarg[0] == 'r';
+			break;
 		case 'h': sim_usage(stdout); exit(0);
 		default: return -EINVAL;
 		}
