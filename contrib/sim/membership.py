@@ -87,6 +87,7 @@ def main():
             "max": "%d (%s)" % (worst("max_msg_bytes"), v[0]["max_msg_type"]),
             "share": "%.1e" % (worst("max_msg_bytes") / float(v[0]["max_message_size"])),
             "inline": "%d" % worst("msgs_over_inline"),
+            "burst": "%.1f" % (worst("start_busiest_bytes") / 1e6),
             "sim": "%.0f" % mean("sim_s"),
             "cpu": "%.1f" % mean("cpu_s"),
             "wall": "%.1f" % mean("wall_s"),
@@ -105,11 +106,12 @@ def main():
         print("| %(n)d | %(agree)s | %(suspect)s | %(dead)s (%(kills)d) | %(left)s | %(join)s "
               "| %(full)s | %(fsusp)s | %(fdead)s |" % r)
     print("\n| peers | steady B/peer/s | of it SYNC | with frame headers | msgs/peer/s "
-          "| largest message B | / max_message_size | over inline frame |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| largest message B | / max_message_size | over inline frame "
+          "| busiest peer's MB sent during the start |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| %(n)d | %(bps)s | %(sync)s | %(frames)s | %(mps)s | %(max)s | %(share)s "
-              "| %(inline)s |" % r)
+              "| %(inline)s | %(burst)s |" % r)
     print("\n| peers | simulated s | CPU s | wall s | max RSS MiB | CPU us per peer per simulated s |")
     print("|---|---|---|---|---|---|")
     for r in rows:

@@ -88,6 +88,7 @@ struct sim_node {
 	double		at;		/* next member_tick; INFINITY: none */
 	size_t		hpos;		/* place in the timer heap */
 	unsigned	doubted;	/* views holding it suspect or dead */
+	uint64_t	sent;		/* bytes, until agreement */
 };
 
 enum sim_ekind { SIM_DELIVER, SIM_SENT, SIM_DOWN };
@@ -287,6 +288,8 @@ sim_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
 		tally.max[t] = len;
 	if (len > WIRE_INLINE_MAX)
 		tally.bodies++;
+	if (now < false_from)
+		nodes[from].sent += len;
 	at = now + sim_latency(from, to);
 	if (opt.loss > 0 && rng_uniform(&srng) < opt.loss) {
 		if (opt.rto_s == 0) {
@@ -596,7 +599,7 @@ sim_print(double agreed, double steady_from, const struct sim_tally *t0,
 		"gossip" };
 	uint64_t msgs = 0, bytes = 0;
 	size_t max = 0;
-	int maxt = 0;
+	int maxt = 0, busiest = 0;
 	double span = opt.steady_s * steady_peers, watched = now - false_from;
 	struct rusage ru;
 	struct timespec ts;
@@ -604,6 +607,11 @@ sim_print(double agreed, double steady_from, const struct sim_tally *t0,
 	printf("peers %d\nsites %d\nloss %g\nseed %llu\n", opt.n, opt.sites, opt.loss,
 	    (unsigned long long)opt.seed);
 	printf("agree_s %.3f\n", agreed);
+	for (int k = 0; k < opt.n; k++)
+		if (nodes[k].sent > nodes[busiest].sent)
+			busiest = k;
+	printf("start_busiest_peer %d\nstart_busiest_bytes %llu\n", busiest,
+	    (unsigned long long)nodes[busiest].sent);
 	for (int i = 0; i < nwatches; i++) {
 		const struct sim_watch *w = &watches[i];
 
