@@ -78,7 +78,9 @@ def main():
             "left": med_max(times(ev, "leave", "everywhere_s")),
             "join": med_max(times(ev, "join", "everywhere_s")),
             "full": med_max(times(ev, "join", "full_view_s")),
-            "fsusp": "%.1f" % (sum(int(r["false_suspicions"]) for r in v) * 3600 / watched),
+            "fsusp": "%.1f (%d views)" % (
+                sum(int(r["false_episodes"]) for r in v) * 3600 / watched,
+                sum(int(r["false_suspicions"]) for r in v)),
             "fdead": "%d" % sum(int(r["false_deaths"]) for r in v),
             "bps": "%.0f" % mean("steady_bytes_per_peer_s"),
             "sync": "%.0f" % mean("steady_bytes_per_peer_s_sync"),
@@ -100,7 +102,7 @@ def main():
           % (a.seeds, "; simulator options: " + " ".join(extra) if extra else ""))
     print("| peers | agree after last start | killed: first suspect | killed: dead in every view "
           "(kills) | leave: left everywhere | join: known everywhere | joiner lists all "
-          "| false suspicions/h | false deaths |")
+          "| false suspicions/h (views) | false deaths |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| %(n)d | %(agree)s | %(suspect)s | %(dead)s (%(kills)d) | %(left)s | %(join)s "

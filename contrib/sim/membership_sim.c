@@ -142,6 +142,8 @@ static size_t *tq;			/* timer heap of node indices */
 static struct sim_watch *watches;
 static int nwatches;
 static struct sim_tally tally;
+/* Views that marked a running peer suspect or dead, and episodes: times
+ * such a peer went from doubted by no view to doubted by one. */
 static uint64_t false_susp, false_dead, false_episodes;
 static double false_from = INFINITY;	/* counted from agreement on */
 
