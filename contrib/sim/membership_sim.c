@@ -117,6 +117,7 @@ struct sim_watch {
 	uint64_t	id;
 	enum member_state want;
 	double		start, first, done, full;
+	unsigned	listed, live;	/* a joiner's view at the next event */
 	uint8_t		*view;		/* per peer: its state + 1; 0 unknown */
 	unsigned	have;
 };
@@ -621,7 +622,8 @@ sim_print(double agreed, double steady_from, const struct sim_tally *t0,
 		    w->target, w->first < 0 ? -1 : w->first - w->start,
 		    w->done < 0 ? -1 : w->done - w->start);
 		if (w->want == MEMBER_ALIVE)
-			printf(" full_view_s %.3f", w->full < 0 ? -1 : w->full - w->start);
+			printf(" full_view_s %.3f lists %u of %u", w->full < 0 ? -1 :
+			    w->full - w->start, w->listed, w->live);
 		printf("\n");
 	}
 	sim_print_summary("kill", "dead", offsetof(struct sim_watch, done));
@@ -731,6 +733,8 @@ sim_scenario(void)
 			if (w->full < 0 && member_count(nodes[k].m, MEMBER_ALIVE) == nup)
 				w->full = now;
 		}
+		w->listed = member_count(nodes[k].m, MEMBER_ALIVE);
+		w->live = nup;
 	}
 	sim_print(agreed, steady_from, &t0, &t1, steady_peers, wall0);
 	rc = 0;
