@@ -78,8 +78,8 @@ def main():
             "left": med_max(times(ev, "leave", "everywhere_s")),
             "join": med_max(times(ev, "join", "everywhere_s")),
             "full": med_max(times(ev, "join", "full_view_s")) + "".join(
-                " (listed %s of %s)" % (e["lists"], e["of"]) for e in ev
-                if e["what"] == "join" and float(e["full_view_s"]) < 0),
+                " (%s of %s at the next event)" % (e["lists"], e["of"]) for e in ev
+                if e["what"] == "join" and e["lists"] != e["of"]),
             "fsusp": "%.1f (%d views)" % (
                 sum(int(r["false_episodes"]) for r in v) * 3600 / watched,
                 sum(int(r["false_suspicions"]) for r in v)),

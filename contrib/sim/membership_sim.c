@@ -61,6 +61,8 @@
 /* From agreement to the steady window: three anti-entropy rounds, by
  * which the news of the start has had its retransmissions. */
 #define SIM_SETTLE	30.0
+/* How long after the last join its joiners may take to list everyone. */
+#define SIM_JOIN_MAX	120.0
 #define SIM_MAX_SITES	16
 #define SIM_NTYPES	(MEMBER_T_GOSSIP - MEMBER_T_FIRST + 1)
 #define SIM_DOWN_S	(TRANSPORT_DEFAULT_TIMEOUT_MS / 1000.0)
@@ -671,6 +673,30 @@ sim_print(double agreed, double steady_from, const struct sim_tally *t0,
 
 /* --- the scenario -------------------------------------------------------- */
 
+/* Run to end, noting when each joiner first lists every running peer
+ * alive; with stop, only until all of them have. */
+static void
+sim_joiners_until(double end, int stop)
+{
+	while (now < end) {
+		int open = 0;
+
+		sim_run_until(now + SIM_SAMPLE);
+		for (int i = 0; i < nwatches; i++) {
+			struct sim_watch *w = &watches[i];
+
+			if (w->want != MEMBER_ALIVE || w->full >= 0)
+				continue;
+			if (member_count(nodes[w->target].m, MEMBER_ALIVE) == nup)
+				w->full = now;
+			else
+				open = 1;
+		}
+		if (stop && !open)
+			break;
+	}
+}
+
 static int
 sim_scenario(void)
 {
@@ -724,18 +750,14 @@ sim_scenario(void)
 	}
 	for (k = opt.n; k < nnodes; k++) {
 		struct sim_watch *w = sim_watch_add("join", k, MEMBER_ALIVE);
-		double end = now + opt.gap_s;
 
 		if ((rc = sim_start(k, sim_pick_up())) < 0)
 			goto out;
-		while (now < end) {
-			sim_run_until(now + SIM_SAMPLE);
-			if (w->full < 0 && member_count(nodes[k].m, MEMBER_ALIVE) == nup)
-				w->full = now;
-		}
+		sim_joiners_until(now + opt.gap_s, 0);
 		w->listed = member_count(nodes[k].m, MEMBER_ALIVE);
 		w->live = nup;
 	}
+	sim_joiners_until(now + SIM_JOIN_MAX, 1);
 	sim_print(agreed, steady_from, &t0, &t1, steady_peers, wall0);
 	rc = 0;
 out:
