@@ -78,8 +78,16 @@ piggyback(struct member *m, const char *to, int whole_table)
 	if (m->e[0].transmits > 0)
 		m->e[0].transmits--;
 	if (whole_table) {
-		for (i = 1; i < m->n && n < MEMBER_MSG_MAX_UPDATES; i++)
-			fill(&m->ubuf[n++], &m->e[i]);
+		/* A table larger than one message goes in turns, each SYNC
+		 * from where the last one stopped: always from the first
+		 * record, the ones past MEMBER_MSG_MAX_UPDATES would never be
+		 * sent, and a joiner would learn of them only as each
+		 * happened to probe it. */
+		size_t others = m->n - 1, k;
+
+		for (k = 0; k < others && n < MEMBER_MSG_MAX_UPDATES; k++)
+			fill(&m->ubuf[n++], &m->e[1 + (m->sync_pos + k) % others]);
+		m->sync_pos = others ? (m->sync_pos + k) % others : 0;
 		return n;
 	}
 	if (dest != NULL && dest->state != MEMBER_ALIVE) {

@@ -85,6 +85,7 @@ struct member {
 	struct seed	seeds[MEMBER_MAX_SEEDS];
 	size_t		nseeds;
 	uint32_t	next_seq;
+	size_t		sync_pos;	/* the next SYNC starts at e[1 + sync_pos] */
 	unsigned	mark;
 	unsigned	lh;
 	int		joined;

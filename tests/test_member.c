@@ -391,6 +391,89 @@ test_revivals(void)
 	    MEMBER_MSG_MAX_UPDATES);
 }
 
+/* What a member sent last: its type and updates, decoded. */
+static uint8_t sent_type;
+static struct member_update sent_u[MEMBER_MSG_MAX_UPDATES];
+static struct member_msg sent_msg = { .u = sent_u };
+
+static int
+capture_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
+    proto_sent_cb cb, void *cbarg)
+{
+	(void)arg, (void)addr, (void)cb, (void)cbarg;
+	sent_type = type;
+	REQUIRE(member_msg_decode(type, buf, len, &sent_msg, MEMBER_MSG_MAX_UPDATES,
+	    NULL) == 0);
+	return 0;
+}
+
+/* A table of more records than one message holds goes out whole over
+ * successive SYNC answers: each starts where the one before stopped. It
+ * once always began at the first record, so a job past 511 members never
+ * sent the others to a joiner, nor in any anti-entropy round. */
+static void
+test_sync_turns(void)
+{
+	enum { RECORDS = MEMBER_MSG_MAX_UPDATES + 200 };
+	static struct member_update u[MEMBER_MSG_MAX_UPDATES];
+	static uint8_t buf[65536], seen[RECORDS];
+	struct member_ops ops = { capture_send, fake_change, NULL };
+	struct member_params p;
+	struct member_msg msg;
+	struct member *m;
+	struct errbuf err;
+	int len, i, got = 0, answers;
+
+	memset(&p, 0, sizeof(p));
+	p.self_addr = "10.3.0.0:7000";
+	p.self_id = 11;
+	p.incarnation = 1;
+	REQUIRE(member_new(&p, &ops, now, &m, &err) == 0);
+	memset(&msg, 0, sizeof(msg));
+	msg.u = u;
+	/* the records arrive in two messages, each from its first */
+	for (int first = 0; first < RECORDS; first += MEMBER_MSG_MAX_UPDATES) {
+		msg.n = 0;
+		for (i = first; i < RECORDS && msg.n < MEMBER_MSG_MAX_UPDATES; i++, msg.n++) {
+			u[msg.n].state = MEMBER_ALIVE;
+			u[msg.n].id = (uint64_t)i + 100;
+			u[msg.n].incarnation = 1;
+			snprintf(u[msg.n].addr, sizeof(u[msg.n].addr), "10.3.%d.%d:7000",
+			    1 + i / 256, i % 256);
+		}
+		len = member_msg_encode(MEMBER_T_GOSSIP, &msg, buf, sizeof(buf));
+		REQUIRE(len > 0);
+		member_recv(m, now, u[0].id, u[0].addr, MEMBER_T_GOSSIP, buf, (size_t)len);
+	}
+	REQUIRE(member_count(m, MEMBER_ALIVE) == RECORDS + 1);
+	/* ask for its table until every record came back */
+	msg.n = 1;
+	msg.flags = MEMBER_F_REPLY;
+	for (answers = 0; got < RECORDS && answers < 4; answers++) {
+		snprintf(u[0].addr, sizeof(u[0].addr), "10.3.1.0:7000");
+		u[0].id = 100;
+		len = member_msg_encode(MEMBER_T_SYNC, &msg, buf, sizeof(buf));
+		REQUIRE(len > 0);
+		sent_type = 0;
+		member_recv(m, now, 100, u[0].addr, MEMBER_T_SYNC, buf, (size_t)len);
+		REQUIRE(sent_type == MEMBER_T_SYNC);
+		CHECK(strcmp(sent_u[0].addr, p.self_addr) == 0);
+		for (i = 1; i < sent_msg.n; i++) {
+			unsigned a, b;
+
+			REQUIRE(sscanf(sent_u[i].addr, "10.3.%u.%u:7000", &a, &b) == 2);
+			got += !seen[(a - 1) * 256 + b];
+			seen[(a - 1) * 256 + b] = 1;
+		}
+	}
+	CHECKF(got == RECORDS && answers == 2, "%d of %d records in %d SYNC answers", got,
+	    RECORDS, answers);
+	member_free(m);
+	if (got == RECORDS)
+		printf("ok: a table of %d records goes out whole in %d SYNC answers\n",
+		    RECORDS + 1, answers);
+}
+
 static void world_end(void);
 
 /* One story on 16 simulated peers, each step starting from where the one
@@ -553,6 +636,7 @@ test_rescue(void)
 static const struct check_case cases[] = {
 	{ "member_codec", test_codec },
 	{ "member_revivals", test_revivals },
+	{ "member_sync_turns", test_sync_turns },
 	{ "member_scenario", test_scenario },
 	{ "member_rescue", test_rescue },
 	{ NULL, NULL }
