@@ -805,6 +805,32 @@ sim_usage(FILE *f)
 	    (unsigned)TRANSPORT_DEFAULT_TIMEOUT_MS);
 }
 
+/* The value of option name, strictly a number in [min, max]; a bad one
+ * is named on stderr. */
+static int
+sim_real(const char *name, const char *s, double min, double max, double *out)
+{
+	if (util_parse_double(s, min, max, out) == 0)
+		return 0;
+	fprintf(stderr, "membership_sim: --%s: '%s' is not a number from %g to %g\n", name, s,
+	    min, max);
+	return -EINVAL;
+}
+
+static int
+sim_int(const char *name, const char *s, long min, long max, int *out)
+{
+	long v;
+
+	if (util_parse_long(s, min, max, &v) == 0) {
+		*out = (int)v;
+		return 0;
+	}
+	fprintf(stderr, "membership_sim: --%s: '%s' is not a whole number from %ld to %ld\n",
+	    name, s, min, max);
+	return -EINVAL;
+}
+
 static int
 sim_parse(int argc, char **argv)
 {
@@ -826,36 +852,55 @@ sim_parse(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	double a, b;
-	int c;
+	int c, rc = 0;
 
-	while ((c = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
+	while (rc == 0 && (c = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'n': opt.n = atoi(optarg); break;
-		case 's': opt.sites = atoi(optarg); break;
-		case 'l': opt.local_s = atof(optarg) / 1000; break;
+		case 'n': rc = sim_int("peers", optarg, 2, 1 << 24, &opt.n); break;
+		case 's': rc = sim_int("sites", optarg, 1, SIM_MAX_SITES, &opt.sites); break;
+		case 'l':
+			rc = sim_real("local-ms", optarg, 0, 1e6, &a);
+			opt.local_s = a / 1000;
+			break;
 		case 'r':
-			if (sscanf(optarg, "%lf,%lf", &a, &b) != 2 || a < 0 || b < a)
+			if (sscanf(optarg, "%lf,%lf", &a, &b) != 2 || !(a >= 0) || !(b >= a) ||
+			    !isfinite(b)) {
+				fprintf(stderr, "membership_sim: --remote-ms: '%s' is not A,B with"
+				    " 0 <= A <= B\n", optarg);
 				return -EINVAL;
+			}
 			opt.remote_min_s = a / 1000;
 			opt.remote_max_s = b / 1000;
 			break;
-		case 'p': opt.loss = atof(optarg); break;
-		case 't': opt.rto_s = atof(optarg) / 1000; break;
-		case 'x': opt.seed = strtoull(optarg, NULL, 0); break;
-		case 'b': opt.start_s = atof(optarg); break;
-		case 'w': opt.steady_s = atof(optarg); break;
-		case 'k': opt.kills = atoi(optarg); break;
-		case 'j': opt.joins = atoi(optarg); break;
-		case 'g': opt.gap_s = atof(optarg); break;
+		case 'p': rc = sim_real("loss", optarg, 0, 0.999, &opt.loss); break;
+		case 't':
+			rc = sim_real("rto-ms", optarg, 0, 1e6, &a);
+			opt.rto_s = a / 1000;
+			break;
+		case 'x':
+			if ((rc = util_parse_u64(optarg, &opt.seed)) < 0)
+				fprintf(stderr, "membership_sim: --seed: '%s' is not a whole number"
+				    " of 0 or more\n", optarg);
+			break;
+		case 'b': rc = sim_real("start-s", optarg, 0, 1e6, &opt.start_s); break;
+		case 'w': rc = sim_real("steady-s", optarg, 0, 1e6, &opt.steady_s); break;
+		case 'k': rc = sim_int("kills", optarg, 0, 1 << 24, &opt.kills); break;
+		case 'j': rc = sim_int("joins", optarg, 0, 1 << 24, &opt.joins); break;
+		case 'g': rc = sim_real("gap-s", optarg, 1e-3, 1e6, &opt.gap_s); break;
 		case 'c':
-			if (strcmp(optarg, "silent") != 0 && strcmp(optarg, "refused") != 0)
+			if (strcmp(optarg, "silent") != 0 && strcmp(optarg, "refused") != 0) {
+				fprintf(stderr, "membership_sim: --crash: '%s' is neither silent nor"
+				    " refused\n", optarg);
 				return -EINVAL;
+			}
 			opt.refused = optarg[0] == 'r';
 			break;
 		case 'h': sim_usage(stdout); exit(0);
 		default: return -EINVAL;
 		}
 	}
+	if (rc < 0)
+		return rc;
 	if (optind != argc || opt.n < 2 || opt.n + opt.joins > 1 << 24 || opt.sites < 1 ||
 	    opt.sites > SIM_MAX_SITES || opt.local_s < 0 || opt.loss < 0 || opt.loss >= 1 ||
 	    opt.rto_s < 0 || opt.start_s < 0 || opt.steady_s < 0 || opt.kills < 0 ||
