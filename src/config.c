@@ -154,6 +154,8 @@ static const struct config_key config_keys[] = {
 	  "BLAS threads of the trainer (default: 1)" },
 	{ "trainer_nice", 0, "N", CT_INT, OFF(trainer_nice), 0, 19, NULL, 0,
 	  "nice value of the trainer thread, so the event loop answers promptly (default: 5)" },
+	{ "max_step_rate", 0, "X", CT_DOUBLE, OFF(max_step_rate), 0, 1e6, NULL, 0,
+	  "most training steps per second, 0 for no cap (default: 0)" },
 	{ "batch_size", 0, "N", CT_INT, OFF(batch_size), 1, 65536, NULL, 0,
 	  "mini-batch size (default: 64)" },
 	{ "lr", 0, "X", CT_DOUBLE, OFF(lr), 1e-9, 100, NULL, 0,

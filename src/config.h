@@ -80,6 +80,7 @@ struct config {
 	char *device;
 	int threads;
 	int trainer_nice;          /* nice value of the trainer thread */
+	double max_step_rate;      /* steps per second at most; 0 = no cap */
 	int batch_size;
 	double lr;
 	double momentum;

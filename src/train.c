@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <time.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -419,6 +420,29 @@ train_lower_priority(const struct config *cfg)
 		log_warn("trainer: cannot set nice %d: %s", cfg->trainer_nice, strerror(errno));
 }
 
+/*
+ * With max_step_rate the trainer waits for each step's slot: peers that
+ * share a node with other work (or dozens of peers on a test host's few
+ * cores) then leave the CPU to it rather than starve every event loop.
+ * The wait comes in short sleeps so that a stop is seen at once.
+ */
+static void
+train_pace(struct train *t, double *slot)
+{
+	double now = util_now();
+
+	if (t->cfg->max_step_rate <= 0)
+		return;
+	while (now < *slot && !atomic_load(&t->stop)) {
+		double wait = fmin(*slot - now, 0.05);
+		struct timespec ts = { 0, (long)(wait * 1e9) };
+
+		nanosleep(&ts, NULL);
+		now = util_now();
+	}
+	*slot = fmax(*slot, now) + 1.0 / t->cfg->max_step_rate;
+}
+
 static void *
 train_main(void *arg)
 {
@@ -428,7 +452,7 @@ train_main(void *arg)
 	const struct train_budget *b = &t->b;
 	uint64_t step = t->start_step, shuffled_pass = UINT64_MAX, ckpt_ticket_done = 0;
 	uint64_t window_step = step, last_ckpt = UINT64_MAX;
-	double t0 = util_now(), window_t = t0, last_notify = 0, sps = 0;
+	double t0 = util_now(), window_t = t0, last_notify = 0, sps = 0, slot = t0;
 	enum train_state st;
 	int first = 1, rc;
 
@@ -451,6 +475,7 @@ train_main(void *arg)
 			train_shuffle_pass(t, pass);
 			shuffled_pass = pass;
 		}
+		train_pace(t, &slot);
 		train_gather_batch(t, pos);
 		h.lr = (float)train_lr_at(cfg, step, b->job_steps_per_epoch, b->total_steps);
 		rc = model_train_step(t->m, t->xb, t->yb, cfg->batch_size, &h, &loss);

@@ -205,3 +205,21 @@ rc=0
 fleet_wait_exit f 10 || rc=$?
 [ $rc -eq 134 ] || fleet_fail "SIGABRT: exit $rc, want 134 (killed by SIGABRT)"
 fleet_ok "SIGABRT is not turned into exit 1"
+
+# --max-step-rate caps the trainer: at most rate x time + 1 steps in any
+# window (2 more for the status answers' own delays), and some steps.
+# Uncapped, a lone peer takes hundreds a second.
+peer_g() {
+	fleet_port port
+	fleet_gossipd g --control "$FLEET_DIR/ctl/g.sock" --max-steps 100000 --eval-samples 1000 \
+		--max-step-rate 10 --listen "127.0.0.1:$port" --key-file "$FLEET_DIR/job.key"
+	fleet_wait_up g
+}
+fleet_up peer_g
+step_at() { "$GOSSIPCTL" -s "$FLEET_DIR/ctl/g.sock" --json status | fleet_json .step; }
+s1=$(step_at) t1=$(fleet_now)
+sleep 3
+s2=$(step_at) t2=$(fleet_now)
+awk -v n=$((s2 - s1)) -v us=$((t2 - t1)) 'BEGIN { exit !(n >= 1 && n <= 10 * us / 1e6 + 3) }' ||
+	fleet_fail "--max-step-rate 10: $((s2 - s1)) steps in $(((t2 - t1) / 1000)) ms"
+fleet_ok "--max-step-rate 10: $((s2 - s1)) steps in $(((t2 - t1) / 1000)) ms"
