@@ -1,10 +1,14 @@
 #!/bin/bash
 # Churn soak: N real gossipd peers (job key, Fashion-MNIST shards) train
-# together while, at random moments, one is SIGKILLed (and restarted later
-# on its address with --resume), one is SIGSTOPped for a few seconds, a
-# joiner comes in with --join, or one is asked to leave. The chaos is
-# bounded so that the job lives: never fewer than ceil(N/2) running,
-# unstopped peers. It counts
+# together while, at random moments (a Poisson process, --gap seconds apart
+# on average), one is SIGKILLed (and restarted later on its address with
+# --resume), one is SIGSTOPped for a few seconds, a joiner comes in with
+# --join through any live member, or one is asked to leave. A kill picks
+# its victim by kind: any live peer, the first one started, one named in
+# everyone's --peers, a donor that a joiner is pulling from, or a peer in
+# its closing phase (joiners train a short budget, so some close while the
+# others train on). The chaos is bounded so that the job lives: never
+# fewer than ceil(N/2) running, unstopped peers. It counts
 #   hangs       a peer that does not answer `gossipctl status` within 2 s
 #               in two polls in a row (all running, unstopped peers are
 #               polled every second; single misses go to events.log), or
@@ -16,27 +20,34 @@
 #   below-target  a running peer whose last evaluation is under --target;
 #   stale-dead    a running peer that some peer's view still holds dead.
 # Prints one summary line; exits 1 if any count is above 0, 2 on bad usage.
-# Logs (one per process, with sanitizer output), checkpoints and events.log
-# stay in the directory printed at the start.
+# Logs (one per process, with sanitizer output), checkpoints, events.log and
+# polls.txt (every status answer, one line each: microseconds since the
+# start, slot, run, JSON) stay in the directory printed at the start;
+# contrib/soak/soak_report.py reads them for exchange gaps, joiners and
+# final accuracy. --churn no runs the same job without any event: the
+# baseline the survivors' accuracy is compared with.
 #
-# Usage: contrib/soak/soak.sh [--peers N (8-12, default 8)] [--minutes M
-#   (default 10)] [--build DIR (DIR/src/gossipd and DIR/src/gossipctl, e.g.
-#   an ASan build; default: this tree)] [--seed S] [--target ACC (default
-#   0.80)]
+# Usage: contrib/soak/soak.sh [--peers N (8-32, default 8)] [--minutes M
+#   (default 10)] [--gap S (mean seconds between events, default 3.5)]
+#   [--churn yes|no] [--build DIR (DIR/src/gossipd and DIR/src/gossipctl,
+#   e.g. an ASan build; default: this tree)] [--seed S] [--target ACC
+#   (default 0.80)]
 # Ports are free ones from tests/fleet.sh, which owns every process.
-synopsis="usage: soak.sh [--peers N] [--minutes M] [--build DIR] [--seed S] [--target ACC]"
+synopsis="usage: soak.sh [--peers N] [--minutes M] [--gap S] [--churn yes|no] [--build DIR] [--seed S] [--target ACC]"
 usage() {
 	echo "soak.sh: $1" >&2
 	echo "$synopsis" >&2
 	exit 2
 }
-peers=8 minutes=10 build=$(cd "$(dirname "$0")/../.." && pwd) seed=$(date +%s) target=0.80
+peers=8 minutes=10 gap=3.5 churn=yes build=$(cd "$(dirname "$0")/../.." && pwd) seed=$(date +%s) target=0.80
 while [ $# -gt 0 ]; do
 	case $1 in -h|--help) echo "$synopsis"; exit 0 ;; esac
 	[ $# -ge 2 ] || usage "$1: needs a value"
 	case $1 in
 	--peers) peers=$2 ;;
 	--minutes) minutes=$2 ;;
+	--gap) gap=$2 ;;
+	--churn) churn=$2 ;;
 	--build) build=$2 ;;
 	--seed) seed=$2 ;;
 	--target) target=$2 ;;
@@ -44,7 +55,10 @@ while [ $# -gt 0 ]; do
 	esac
 	shift 2
 done
-[[ $peers =~ ^[0-9]+$ ]] && [ "$peers" -ge 8 ] && [ "$peers" -le 12 ] || usage "--peers: 8 to 12"
+[[ $peers =~ ^[0-9]+$ ]] && [ "$peers" -ge 8 ] && [ "$peers" -le 32 ] || usage "--peers: 8 to 32"
+[[ $gap =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v g="$gap" 'BEGIN { exit !(g >= 0.5) }' ||
+	usage "--gap: seconds, at least 0.5"
+case $churn in yes | no) ;; *) usage "--churn: yes or no" ;; esac
 [[ $minutes =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v m="$minutes" 'BEGIN { exit !(m > 0) }' ||
 	usage "--minutes: must be above 0"
 [[ $seed =~ ^[0-9]+$ ]] || usage "--seed: a whole number"
@@ -61,28 +75,48 @@ trap 'echo "soak: interrupted"; exit 130' INT
 N=$peers MIN_LIVE=$(((peers + 1) / 2)) MAX_PEERS=$((peers + 4))
 LEAVE_TIMEOUT=2 # gossipd's leave_timeout default, seconds
 SETTLE=90       # longest wait for the end checks, seconds
-# An epoch of a 1/N shard every 2/3 s: more than 8 peers on 2 cores train,
-# so they train through the whole soak (--linger covers the rest);
+# At the step cap below, an epoch of a 1/N shard (60000/N/64 steps) takes
+# about 3 s whatever N: 25 a minute is more than the peers can train, so
+# they train through the whole soak (--linger covers the rest);
 # evaluations every 100 steps keep each peer's accuracy current.
-EPOCHS=$(awk -v m="$minutes" 'BEGIN { e = m * 90; print (e == int(e)) ? e : int(e) + 1 }')
-COMMON=(--checkpoint-every 100 --epochs "$EPOCHS" --linger yes --eval-every 100
-	--eval-samples 2000 --seed $((seed % 1000 + 1)))
+EPOCHS=$(awk -v m="$minutes" 'BEGIN { e = m * 25; print (e == int(e)) ? e : int(e) + 1 }')
+# A joiner's budget is a fifteenth of that: it reaches its closing phase
+# while the others train, which is what a kill in that phase needs.
+JOIN_EPOCHS=$(((EPOCHS + 14) / 15))
+# Fitted to 2 cores: a small MLP (784-32-10, 25,450 parameters) capped
+# at 320 steps a second over the whole job (10 a peer at 32 peers). With
+# 32 uncapped trainers of the default MLP the host ran at load 50-70,
+# event loops went unscheduled for up to 8 s, members flapped between
+# suspect and alive, status answers missed 2 s and leaves took over 7 s:
+# the host's limits, not the daemon's.
+COMMON=(--checkpoint-every 100 --linger yes --eval-every 100 --eval-samples 2000
+	--model 784-32-10 --max-step-rate $((320 / peers)) --seed $((seed % 1000 + 1)))
 RANDOM=$seed
 echo "soak: seed $seed, logs in $FLEET_DIR"
 fleet_keygen "$FLEET_DIR/key"
 EVENTS=$FLEET_DIR/events.log
 : >"$EVENTS"
-T0=$(fleet_now)
+POLLS=$FLEET_DIR/polls.txt
+: >"$POLLS"
+T0=${EPOCHREALTIME/./}
 kills=0 stops=0 restarts=0 joins=0 leaves=0 hangs=0 crashes=0
+# Kills by the kind of victim chosen (see kill_kinds).
+declare -A KILLED=([any]=0 [first]=0 [named]=0 [donor]=0 [closing]=0)
 
 # Per slot S (an address; a process p S.RUN on it at a time):
 declare -A ADDR=() RUNS=() CUR=() EXPECT=() READY=() MISSES=() STOP_UNTIL=() LEAVE_BY=()
-declare -A RESTART_AT=() SEED_OF=() SEED_UNTIL=()
+declare -A RESTART_AT=() SEED_OF=() SEED_UNTIL=() EPOCHS_OF=() STATE=() DONORS=()
 SLOTS=0
 
 note() { printf '%8.2f %s\n' "$(fleet_since "$T0")" "$*" >>"$EVENTS"; }
 # uniform A B: a moment A to B seconds from now, in microseconds.
-uniform() { echo $(($(fleet_now) + $1 * 1000000 + ((RANDOM << 15 | RANDOM) % (($2 - $1) * 1000000)))); }
+uniform() { echo $((${EPOCHREALTIME/./} + $1 * 1000000 + ((RANDOM << 15 | RANDOM) % (($2 - $1) * 1000000)))); }
+# poisson: the moment of the next event, an exponential --gap s on average
+# from now (drawn from RANDOM, so a seed replays the same gaps).
+poisson() {
+	echo $((${EPOCHREALTIME/./} + $(awk -v u=$(((RANDOM << 15 | RANDOM) + 1)) -v g="$gap" \
+		'BEGIN { printf "%d", -log(u / 1073741825) * g * 1000000 }')))
+}
 ctl() { timeout 2 "$GOSSIPCTL" -s "$FLEET_DIR/p$1.sock" --json "${@:2}" 2>/dev/null; }
 
 # start S ARGS...: the next run on slot S.
@@ -92,9 +126,10 @@ start() {
 	RUNS[$s]=$((${RUNS[$s]:-0} + 1))
 	CUR[$s]=p$s.${RUNS[$s]}
 	fleet_gossipd "${CUR[$s]}" --listen "${ADDR[$s]}" --key-file "$FLEET_DIR/key" --shard "$((s % N))/$N" \
-		--control "$FLEET_DIR/p$s.sock" --checkpoint-dir "$FLEET_DIR/p$s.ckpt" "${COMMON[@]}" "$@"
-	EXPECT[$s]= READY[$s]= MISSES[$s]=0
-	note "start p$s run ${RUNS[$s]} pid $(fleet_pid "${CUR[$s]}"): $*"
+		--control "$FLEET_DIR/p$s.sock" --checkpoint-dir "$FLEET_DIR/p$s.ckpt" "${COMMON[@]}" \
+		--epochs "${EPOCHS_OF[$s]:-$EPOCHS}" "$@"
+	EXPECT[$s]= READY[$s]= MISSES[$s]=0 STATE[$s]= DONORS[$s]=
+	note "start p$s run ${RUNS[$s]} pid ${FLEET_PID[${CUR[$s]}]}: $*"
 }
 
 # up S: whether its run serves its control socket. The socket file appears
@@ -117,7 +152,7 @@ reap() {
 	local s pid rc
 	for ((s = 0; s < SLOTS; s++)); do
 		[ -n "${CUR[$s]}" ] || continue
-		pid=$(fleet_pid "${CUR[$s]}")
+		pid=${FLEET_PID[${CUR[$s]}]}
 		fleet_alive "$pid" && continue
 		rc=0
 		fleet_wait_exit "${CUR[$s]}" 1 2>/dev/null || rc=$?
@@ -134,11 +169,14 @@ reap() {
 }
 
 # poll_status: every running, unstopped peer must answer status within 2 s;
-# asked all at once.
+# asked all at once. Each answer goes to polls.txt, and its state (and a
+# joiner's donors) to STATE and DONORS, read by the kills.
 poll_status() {
-	local s i rc pids=() slots=()
+	local s i rc t pids=() slots=() got=()
+	t=$((${EPOCHREALTIME/./} - T0))
+	rm -f "$FLEET_DIR"/st.*
 	for s in $(lives); do
-		timeout 2 "$GOSSIPCTL" -s "$FLEET_DIR/p$s.sock" status >/dev/null 2>&1 &
+		timeout 2 "$GOSSIPCTL" -s "$FLEET_DIR/p$s.sock" --json status >"$FLEET_DIR/st.$s.${RUNS[$s]}" 2>/dev/null &
 		pids+=($!)
 		slots+=("$s")
 	done
@@ -146,18 +184,28 @@ poll_status() {
 		s=${slots[i]}
 		rc=0
 		wait "${pids[i]}" || rc=$?
+		[ $rc = 0 ] && got+=("$FLEET_DIR/st.$s.${RUNS[$s]}")
 		if [ $rc != 124 ]; then
 			MISSES[$s]=0
-		elif live "$s" && fleet_alive "$(fleet_pid "${CUR[$s]}")"; then
+		elif live "$s" && fleet_alive "${FLEET_PID[${CUR[$s]}]}"; then
 			MISSES[$s]=$((MISSES[$s] + 1))
 			# One miss can be the host: on 2 cores, a dozen ASan peers
 			# starve every loop now and then (load 39 measured). A stuck
 			# loop misses every poll.
-			note "$([ "${MISSES[$s]}" = 2 ] && echo HANG || echo slow) p$s pid $(fleet_pid "${CUR[$s]}"):" \
+			note "$([ "${MISSES[$s]}" = 2 ] && echo HANG || echo slow) p$s pid ${FLEET_PID[${CUR[$s]}]}:" \
 				"no status within 2 s, ${MISSES[$s]} polls in a row (load $(cut -d' ' -f1 /proc/loadavg))"
 			[ "${MISSES[$s]}" = 2 ] && hangs=$((hangs + 1))
 		fi
 	done
+	[ ${#got[@]} -gt 0 ] || return 0
+	# Two jq runs for all answers: on 2 cores with 32 busy peers, a
+	# process per answer would make each poll take seconds.
+	jq -r --argjson t "$t" '(input_filename | capture("st\\.(?<s>[0-9]+)\\.(?<r>[0-9]+)$")) as $m
+		| "\($t) \($m.s) \($m.r) \(tojson)"' "${got[@]}" >>"$POLLS" 2>/dev/null
+	while read -r s st donors; do
+		STATE[$s]=$st DONORS[$s]=$donors
+	done < <(jq -r '(input_filename | capture("st\\.(?<s>[0-9]+)\\.").s) as $s
+		| "\($s) \(.state // "none") \((.bootstrap.donors // []) | join(","))"' "${got[@]}" 2>/dev/null)
 }
 
 # seeding S NOW: whether a joiner is still joining through S (for at most 30 s).
@@ -179,8 +227,24 @@ new_slot() {
 	SLOTS=$((SLOTS + 1))
 }
 
+# kill_kinds S...: the kinds of kill each live peer S fits, "KIND S" a
+# line; every one fits any.
+kill_kinds() {
+	local s j d
+	for s in "$@"; do
+		echo "any $s"
+		[ "$s" = 0 ] && echo "first $s"
+		[ "$s" -lt $N ] && echo "named $s"
+		[ "${STATE[$s]:-}" = closing ] && echo "closing $s"
+		for ((j = 0; j < SLOTS; j++)); do
+			[ -n "${CUR[$j]}" ] && [ "${STATE[$j]:-}" = joining ] || continue
+			for d in ${DONORS[$j]//,/ }; do [ "$d" = "${ADDR[$s]}" ] && echo "donor $s"; done
+		done
+	done | sort -u
+}
+
 chaos() {
-	local now=$1 acts=() lv s running=0 act j
+	local now=$1 acts=() lv s running=0 act j kinds kind
 	mapfile -t lv < <(lives)
 	[ ${#lv[@]} -gt $MIN_LIVE ] && acts+=(kill stop leave)
 	for ((s = 0; s < SLOTS; s++)); do [ -n "${CUR[$s]}" ] && running=$((running + 1)); done
@@ -198,11 +262,19 @@ chaos() {
 	s=${lv[RANDOM % ${#lv[@]}]}
 	case $act in
 	kill)
+		# A kind first, uniformly among those some live peer fits, then
+		# a victim of that kind: the rare ones (a donor mid-pull, a
+		# closing peer) come up as often as any peer at all.
+		mapfile -t kinds < <(kill_kinds "${lv[@]}")
+		mapfile -t lv < <(printf '%s\n' "${kinds[@]}" | cut -d' ' -f1 | sort -u)
+		kind=${lv[RANDOM % ${#lv[@]}]}
+		mapfile -t lv < <(printf '%s\n' "${kinds[@]}" | awk -v k="$kind" '$1 == k { print $2 }')
+		s=${lv[RANDOM % ${#lv[@]}]}
 		EXPECT[$s]=kill
 		fleet_kill KILL "${CUR[$s]}"
-		kills=$((kills + 1))
+		kills=$((kills + 1)) KILLED[$kind]=$((KILLED[$kind] + 1))
 		RESTART_AT[$s]=$(uniform 3 15)
-		note "kill -9 p$s"
+		note "kill -9 p$s ($kind, state ${STATE[$s]:-unknown})"
 		;;
 	stop)
 		fleet_kill STOP "${CUR[$s]}"
@@ -219,6 +291,7 @@ chaos() {
 	join)
 		j=$SLOTS
 		new_slot
+		EPOCHS_OF[$j]=$JOIN_EPOCHS
 		start "$j" --join "${ADDR[$s]}"
 		SEED_OF[$j]=$s SEED_UNTIL[$j]=$((now + 30000000))
 		joins=$((joins + 1))
@@ -265,9 +338,9 @@ housekeeping() {
 # none held dead. Sets END_LIVE, BELOW and STALE.
 end_checks() {
 	local start now s addrs waited=
-	start=$(fleet_now)
+	start=${EPOCHREALTIME/./}
 	while true; do
-		now=$(fleet_now)
+		now=${EPOCHREALTIME/./}
 		reap
 		housekeeping "$now"
 		mapfile -t END_LIVE < <(lives)
@@ -298,40 +371,44 @@ for ((i = 0; i < N; i++)); do
 	names+=" p$i.1"
 	FLEET_ARGS[p$i.1]="--control $FLEET_DIR/p$i.sock --checkpoint-dir $FLEET_DIR/p$i.ckpt"
 done
-fleet_job "$names" "${COMMON[@]}"
+fleet_job "$names" "${COMMON[@]}" --epochs "$EPOCHS"
 for ((i = 0; i < N; i++)); do
 	ADDR[$i]=127.0.0.1:${FLEET_PORT[p$i.1]}
 	RUNS[$i]=1 CUR[$i]=p$i.1 READY[$i]=1 MISSES[$i]=0
 	note "start p$i run 1 pid $(fleet_pid "p$i.1"): --peers (all $N)"
 done
 SLOTS=$N
-end=$(($(fleet_now) + $(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 * 1000000 }')))
-next_chaos=$(uniform 2 6)
-while [ "$(fleet_now)" -lt $end ]; do
-	now=$(fleet_now)
+note "model parameters $(ctl 0 stats | fleet_json .model.parameters)"
+end=$((${EPOCHREALTIME/./} + $(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 * 1000000 }')))
+next_chaos=$(poisson)
+while [ "${EPOCHREALTIME/./}" -lt $end ]; do
+	now=${EPOCHREALTIME/./}
 	reap
 	housekeeping "$now"
-	if [ "$now" -ge "$next_chaos" ]; then
+	if [ $churn = yes ] && [ "$now" -ge "$next_chaos" ]; then
 		chaos "$now"
-		next_chaos=$(uniform 1 6)
+		next_chaos=$(poisson)
 	fi
 	poll_status
-	left=$((now + 1000000 - $(fleet_now)))
+	left=$((now + 1000000 - ${EPOCHREALTIME/./}))
 	[ $left -gt 0 ] && sleep "$(printf '0.%06d' $left)"
 done
 # No more chaos: the stopped continue, the killed come back.
 for ((s = 0; s < SLOTS; s++)); do
-	[ -n "${STOP_UNTIL[$s]}" ] && STOP_UNTIL[$s]=$(fleet_now)
-	[ -n "${RESTART_AT[$s]:-}" ] && RESTART_AT[$s]=$(fleet_now)
+	[ -n "${STOP_UNTIL[$s]}" ] && STOP_UNTIL[$s]=${EPOCHREALTIME/./}
+	[ -n "${RESTART_AT[$s]:-}" ] && RESTART_AT[$s]=${EPOCHREALTIME/./}
 done
-settle_end=$(($(fleet_now) + (2 * LEAVE_TIMEOUT + 10) * 1000000))
-while [ "$(fleet_now)" -lt $settle_end ]; do
+settle_end=$((${EPOCHREALTIME/./} + (2 * LEAVE_TIMEOUT + 10) * 1000000))
+while [ "${EPOCHREALTIME/./}" -lt $settle_end ]; do
 	reap
-	housekeeping "$(fleet_now)"
+	housekeeping "${EPOCHREALTIME/./}"
 	poll_status
 	sleep 1
 done
 end_checks
+# The last answers of every live peer: the survivors' accuracy.
+note "final poll"
+poll_status
 for b in "${BELOW[@]}"; do note "BELOW-TARGET $b"; done
 for s in "${STALE[@]}"; do note "STALE-DEAD $s"; done
 sanitizer=0
@@ -341,8 +418,9 @@ while IFS= read -r line; do
 done < <(cd "$FLEET_DIR" && grep -E 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:' \
 	$(ls ./*.log | grep -v '^./events.log$') /dev/null | sed 's|^\./\([^:]*\):|\1: |')
 bad=$((hangs + crashes + sanitizer + ${#BELOW[@]} + ${#STALE[@]}))
-printf 'soak: %.0f s, %d peers, %d kills, %d stops, %d restarts, %d joins, %d leaves; hangs %d, crashes %d, sanitizer %d, below-target %d, stale-dead %d, %d peers at the end: %s (logs and events.log in %s)\n' \
-	"$(awk -v m="$minutes" 'BEGIN { print m * 60 }')" "$N" $kills $stops $restarts $joins $leaves \
+printf 'soak: %.0f s, %d peers, %d kills (%s), %d stops, %d restarts, %d joins, %d leaves; hangs %d, crashes %d, sanitizer %d, below-target %d, stale-dead %d, %d peers at the end: %s (logs and events.log in %s)\n' \
+	"$(awk -v m="$minutes" 'BEGIN { print m * 60 }')" "$N" $kills \
+	"$(for k in any first named donor closing; do printf '%s %d, ' $k "${KILLED[$k]}"; done | sed 's/, $//')" $stops $restarts $joins $leaves \
 	$hangs $crashes $sanitizer ${#BELOW[@]} ${#STALE[@]} ${#END_LIVE[@]} \
 	"$([ $bad = 0 ] && echo PASS || echo FAIL)" "$FLEET_DIR"
 [ $bad = 0 ]

@@ -1,0 +1,223 @@
+#!/usr/bin/python3
+"""What a churn soak did to training, from the directory contrib/soak/soak.sh
+left: its polls.txt (every status answer: microseconds since the start,
+slot, run, JSON) and events.log.
+
+  soak_report.py DIR [BASELINE_DIR]
+
+Prints, as markdown:
+- events by kind (from events.log);
+- exchange gaps: per run of a peer, the median time between its exchanges
+  (its time training over its exchanges) and the longest time it surely
+  had none, nor a step (its count did not move from one poll to a later
+  one; shorter stalls than the polls' interval, about 1.5 s, go unseen),
+  outside any SIGSTOP of its own; a peer with any of these above twice the
+  job's median time between exchanges is a stalled one;
+- joiners: per run that pulled the model, the bytes its pull received
+  against the model's size, and its consensus distance at the first poll
+  after two of its own exchanges against the median of the other peers'
+  at that poll;
+- the survivors' final accuracy (last poll after "final poll"), and with
+  BASELINE_DIR (a soak of the same job with --churn no) the difference.
+Exits 1 on a stalled peer or a joiner over the bars, 2 on bad usage.
+"""
+import json
+import re
+import statistics
+import sys
+
+TRAINING = ("training", "closing")
+PULLING = ("joining", "waiting", "stranded")
+POLL_GAP = 3.0
+
+
+def load(d):
+    polls = []
+    with open(f"{d}/polls.txt") as f:
+        for line in f:
+            t, slot, run, js = line.split(" ", 3)
+            try:
+                st = json.loads(js)
+            except ValueError:
+                continue
+            polls.append((int(t) / 1e6, int(slot), int(run), st))
+    events = []
+    with open(f"{d}/events.log") as f:
+        for line in f:
+            t, text = line.strip().split(" ", 1)
+            events.append((float(t), text))
+    return polls, events
+
+
+def stopped_windows(events):
+    """Per slot, the (from, to) seconds it was SIGSTOPped."""
+    out, since = {}, {}
+    for t, text in events:
+        m = re.match(r"(stop|cont) p(\d+)$", text)
+        if not m:
+            continue
+        s = int(m.group(2))
+        if m.group(1) == "stop":
+            since[s] = t
+        elif s in since:
+            out.setdefault(s, []).append((since.pop(s), t))
+    for s, t in since.items():
+        out.setdefault(s, []).append((t, float("inf")))
+    return out
+
+
+def runs_of(polls):
+    runs = {}
+    for t, s, r, st in polls:
+        runs.setdefault((s, r), []).append((t, st))
+    return runs
+
+
+def overlaps(a, b, windows):
+    # 2 s of margin: a poll is up to a second late on either side.
+    return any(a < w1 + 2 and w0 - 2 < b for w0, w1 in windows)
+
+
+def gaps(runs, stops, t_end):
+    """Per run: (median s between exchanges, longest s without one,
+    longest s without a step), over its polls while training, up to the
+    final poll (the end checks before it do not poll)."""
+    rows = {}
+    for (s, r), seq in runs.items():
+        seq = [(t, st) for t, st in seq if st.get("state") in TRAINING and t < t_end]
+        if len(seq) < 5:
+            continue
+        t0, x0 = seq[0][0], seq[0][1].get("exchanges", 0)
+        t1, x1 = seq[-1][0], seq[-1][1].get("exchanges", 0)
+        if x1 <= x0:
+            continue
+        # A count that has not moved from one poll to a later one did not
+        # move in between: the time from the poll where it last moved to
+        # the last poll where it still had not is a stall it surely had
+        # (stalls shorter than the polls' interval, about 1.5 s, go
+        # unseen). Polls more than POLL_GAP apart are the soak's own pause
+        # (starting a joiner, the end checks): a window starts afresh.
+        longest = {"exchanges": 0.0, "step": 0.0}
+        for key in longest:
+            last_t, last_v, prev = seq[0][0], seq[0][1].get(key, 0), seq[0][0]
+            for t, st in seq[1:]:
+                v = st.get(key, 0)
+                if t - prev > POLL_GAP or v != last_v:
+                    last_t, last_v = t, v
+                elif not overlaps(last_t, t, stops.get(s, [])):
+                    longest[key] = max(longest[key], t - last_t)
+                prev = t
+        rows[(s, r)] = ((t1 - t0) / (x1 - x0), longest["exchanges"], longest["step"])
+    return rows
+
+
+def joiners(polls, runs, events, params):
+    """Per run that pulled: (pulled bytes / model bytes, distance / median
+    of the others at that poll, its exchanges then)."""
+    joined = set()
+    for t, text in events:
+        m = re.match(r"start p(\d+) run (\d+) pid \d+: --join ", text)
+        if m:
+            joined.add((int(m.group(1)), int(m.group(2))))
+    by_t = {}
+    for t, s, r, st in polls:
+        by_t.setdefault(t, []).append((s, r, st))
+    rows = {}
+    for key in sorted(joined):
+        seq = [(t, st) for t, st in runs.get(key, []) if st.get("state") not in PULLING]
+        # A joiner receives model chunks only while it pulls.
+        pulled = seq[-1][1].get("bytes_received_by_type", {}).get("model_chunk") if seq else None
+        ratio = None
+        for t, st in seq:
+            d = st.get("consensus_distance")
+            if st.get("exchanges", 0) >= 2 and d is not None:
+                others = [o.get("consensus_distance") for s, r, o in by_t[t]
+                          if (s, r) != key and o.get("state") not in PULLING]
+                others = [x for x in others if x is not None]
+                if others:
+                    ratio = (d / statistics.median(others), st.get("exchanges"))
+                break
+        rows[key] = (pulled / (4.0 * params) if pulled is not None and params else None, ratio)
+    return rows
+
+
+def final_poll(events):
+    return max((t for t, text in events if text == "final poll"), default=float("inf"))
+
+
+def final_accuracy(polls, events):
+    t_end = final_poll(events)
+    last = {}
+    for t, s, r, st in polls:
+        if t >= t_end and st.get("accuracy") is not None:
+            last[s] = (st["accuracy"], st.get("state"))
+    return last
+
+
+def main(argv):
+    if len(argv) not in (2, 3):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    polls, events = load(argv[1])
+    params = next((int(m.group(1)) for _, text in events
+                   if (m := re.match(r"model parameters (\d+)$", text))), None)
+    kinds = {}
+    for _, text in events:
+        m = re.match(r"(kill -9|stop|leave|start) p\d+( run \d+ pid \d+: (--join|--resume))?"
+                     r"(?: \((\w+),)?", text)
+        if not m:
+            continue
+        k = {"kill -9": "kill " + (m.group(4) or "any"), "stop": "SIGSTOP", "leave": "leave",
+             "start": {"--join": "join", "--resume": "restart"}.get(m.group(3))}[m.group(1)]
+        if k:
+            kinds[k] = kinds.get(k, 0) + 1
+    print("| event | count |\n|---|---|")
+    for k in sorted(kinds):
+        print(f"| {k} | {kinds[k]} |")
+
+    runs = runs_of(polls)
+    g = gaps(runs, stopped_windows(events), final_poll(events))
+    bad = 0
+    if g:
+        job = statistics.median(v[0] for v in g.values())
+        stalled = [k for k, v in g.items() if max(v) > 2 * job]
+        longest = sorted(v[1] for v in g.values())
+        print(f"\nexchange gaps over {len(g)} runs: job median of medians {job:.2f} s;"
+              f" per-run medians {min(v[0] for v in g.values()):.2f}-{max(v[0] for v in g.values()):.2f} s;"
+              f" longest seen without an exchange (stalls under a poll's interval go unseen):"
+              f" median {statistics.median(longest):.1f} s,"
+              f" max {longest[-1]:.1f} s; longest without a step: max {max(v[2] for v in g.values()):.1f} s;"
+              f" stalled (its median, or a time without an exchange or a step, above 2x the"
+              f" job's median): {len(stalled)}"
+              + (f" {sorted(stalled)}" if stalled else ""))
+        bad += len(stalled)
+
+    j = joiners(polls, runs, events, params)
+    if j:
+        print("\n| joiner (slot.run) | pulled / model | distance / others' median (exchanges) |\n|---|---|---|")
+        for (s, r), (pull, dist) in sorted(j.items()):
+            ds = f"{dist[0]:.2f} ({dist[1]})" if dist else "-"
+            print(f"| p{s}.{r} | {pull:.2f} |" if pull is not None else f"| p{s}.{r} | - |", ds, "|")
+        over_pull = [k for k, v in j.items() if v[0] is not None and v[0] > 1.2]
+        over_dist = [k for k, v in j.items() if v[1] is not None and v[1][0] > 1.0]
+        print(f"\njoiners {len(j)}: pulled over 1.2x the model {len(over_pull)},"
+              f" above the median distance after 2 exchanges {len(over_dist)}")
+        bad += len(over_pull) + len(over_dist)
+
+    fin = final_accuracy(polls, events)
+    if fin:
+        acc = [a for a, _ in fin.values()]
+        print(f"\nsurvivors {len(acc)}: final accuracy mean {statistics.mean(acc):.4f},"
+              f" min {min(acc):.4f}")
+        if len(argv) == 3:
+            bpolls, bevents = load(argv[2])
+            base = [a for a, _ in final_accuracy(bpolls, bevents).values()]
+            if base:
+                print(f"without churn {len(base)}: mean {statistics.mean(base):.4f},"
+                      f" min {min(base):.4f}; survivors' mean - baseline's:"
+                      f" {100 * (statistics.mean(acc) - statistics.mean(base)):+.2f} points")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
