@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Runs contrib/sim/exchange_sim at several sizes, random against adaptive
+selection on the same seed and network (three sites, 10:1 bandwidth), and
+prints markdown tables; with --plot, a PNG of the consensus distance
+against time for every size (gnuplot).
+
+    contrib/sim/exchange.py [--sizes 100,1000,10000] [--plot contrib/sim/exchange.png]
+
+Every row is one run of the simulator with its defaults (exchange_sim -h)
+and the row's own options. At 10,000 peers each pick sees --view 200
+others drawn afresh (select's cost is peers x links used per pick; at
+1,000 peers --view 200 gives the figures of a full view)."""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SIM = os.path.join(HERE, "exchange_sim")
+
+# (label, options): the rows of every size
+VARIANTS = [
+    ("none", ["--interval", "1000000000"]),
+    ("random", ["--select", "random"]),
+    ("adaptive", ["--select", "adaptive"]),
+    ("adaptive, stale_after 60", ["--select", "adaptive", "--stale-after", "60"]),
+]
+
+
+def run(n, opts, series, args):
+    cmd = [SIM, "-n", str(n), "--seed", str(args.seed), "--duration", str(args.duration),
+           "--series", series] + opts
+    if n > args.full_view_max:
+        cmd += ["--view", str(args.view)]
+    out = subprocess.run(["nice", "-n", "19"] + cmd, check=True, capture_output=True,
+                         text=True).stdout
+    kv = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    kv["cmd"] = " ".join(os.path.relpath(c) if c == SIM else c for c in cmd
+                         if c != series and not c.endswith(".dat"))
+    return kv
+
+
+def table(rows):
+    cols = [("peers", "peers"), ("select", "label"), ("exchanges/peer", "exchanges_per_peer"),
+            ("exchanges/s", "exchanges_per_s"), ("MB/peer/s", "mb"),
+            ("same site", "same_site_share"), ("distance start", "cd_start"),
+            ("distance end", "cd_end"), ("floor (last 1/4)", "cd_floor"),
+            ("daemon's figure", "daemon_distance_end"),
+            ("s to 0.3x", "time_to_level_s"), ("exch/peer to 0.3x", "exchanges_per_peer_at_level"),
+            ("cpu s", "cpu_s"), ("MiB", "maxrss_mib")]
+    print("| " + " | ".join(c[0] for c in cols) + " |")
+    print("|" + "---|" * len(cols))
+    for r in rows:
+        r["mb"] = "%.2f" % (float(r["bytes_per_peer_s"]) / 1e6)
+        cells = []
+        for _, k in cols:
+            v = r.get(k, "")
+            if k in ("time_to_level_s", "exchanges_per_peer_at_level") and v.startswith("-1"):
+                v = "not reached"
+            cells.append(v)
+        print("| " + " | ".join(cells) + " |")
+
+
+def plot(png, series, sizes):
+    lines = []
+    colors = {100: "#1f77b4", 1000: "#2ca02c", 10000: "#d62728"}
+    for n in sizes:
+        for label, dash in (("adaptive", 1), ("random", 2)):
+            lines.append("'%s' using 1:2 with lines lw 2 dt %d lc rgb '%s' title '%d peers, %s'"
+                         % (series[(n, label)], dash, colors.get(n, "black"), n, label))
+        lines.append("'%s' using 1:2 with lines lw 1 dt 3 lc rgb '%s' title '%d peers, no exchanges'"
+                     % (series[(n, "none")], colors.get(n, "black"), n))
+    script = """set terminal pngcairo size 900,560 font ',10'
+set output '%s'
+set title 'exchange\\_sim: consensus distance, 3 sites, 10:1 bandwidth, saps 0.04, int8, 1e8-value model'
+set xlabel 'simulated seconds'
+set ylabel 'RMS over peers of ||x_i - mean|| / sqrt(dim)'
+set logscale y
+set key outside right
+set grid
+plot %s
+""" % (png, ", \\\n     ".join(lines))
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="100,1000,10000")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--duration", type=float, default=60)
+    ap.add_argument("--view", type=int, default=200)
+    ap.add_argument("--full-view-max", type=int, default=1000,
+                    help="sizes above this pass --view (default 1000)")
+    ap.add_argument("--plot", help="write a PNG of distance against time here")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    tmp = tempfile.mkdtemp(prefix="exchange_sim.")
+    rows, series = [], {}
+    for n in sizes:
+        for label, opts in VARIANTS:
+            f = os.path.join(tmp, "%d-%s.dat" % (n, label.split(",")[0] +
+                                                  ("60" if "60" in label else "")))
+            kv = run(n, opts, f, args)
+            kv["label"] = label
+            series[(n, label)] = f
+            rows.append(kv)
+            print("ran: %s (%s cpu s)" % (kv["cmd"], kv["cpu_s"]), file=sys.stderr)
+    table(rows)
+    if args.plot:
+        plot(args.plot, series, sizes)
+        print("\nplot: %s" % args.plot)
+
+
+if __name__ == "__main__":
+    main()
