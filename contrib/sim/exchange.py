@@ -11,6 +11,7 @@ and the row's own options. At 10,000 peers each pick sees --view 200
 others drawn afresh (select's cost is peers x links used per pick; at
 1,000 peers --view 200 gives the figures of a full view)."""
 import argparse
+import concurrent.futures
 import os
 import subprocess
 import sys
@@ -29,15 +30,13 @@ VARIANTS = [
 
 
 def run(n, opts, series, args):
-    cmd = [SIM, "-n", str(n), "--seed", str(args.seed), "--duration", str(args.duration),
-           "--series", series] + opts
+    cmd = [SIM, "-n", str(n), "--seed", str(args.seed), "--duration", str(args.duration)] + opts
     if n > args.full_view_max:
         cmd += ["--view", str(args.view)]
-    out = subprocess.run(["nice", "-n", "19"] + cmd, check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(["nice", "-n", "19"] + cmd + ["--series", series], check=True,
+                         capture_output=True, text=True).stdout
     kv = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
-    kv["cmd"] = " ".join(os.path.relpath(c) if c == SIM else c for c in cmd
-                         if c != series and not c.endswith(".dat"))
+    kv["cmd"] = " ".join([os.path.relpath(SIM)] + cmd[1:])
     return kv
 
 
@@ -45,7 +44,7 @@ def table(rows):
     cols = [("peers", "peers"), ("select", "label"), ("exchanges/peer", "exchanges_per_peer"),
             ("exchanges/s", "exchanges_per_s"), ("MB/peer/s", "mb"),
             ("same site", "same_site_share"), ("distance start", "cd_start"),
-            ("distance end", "cd_end"), ("floor (last 1/4)", "cd_floor"),
+            ("distance end", "cd_end"), ("mean, last 1/4", "cd_floor"),
             ("daemon's figure", "daemon_distance_end"),
             ("s to 0.3x", "time_to_level_s"), ("exch/peer to 0.3x", "exchanges_per_peer_at_level"),
             ("cpu s", "cpu_s"), ("MiB", "maxrss_mib")]
@@ -93,19 +92,29 @@ def main():
     ap.add_argument("--full-view-max", type=int, default=1000,
                     help="sizes above this pass --view (default 1000)")
     ap.add_argument("--plot", help="write a PNG of distance against time here")
+    ap.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
+    ap.add_argument("--series-dir", help="keep the runs' series here (default: a temporary"
+                    " directory)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    tmp = tempfile.mkdtemp(prefix="exchange_sim.")
-    rows, series = [], {}
+    tmp = args.series_dir or tempfile.mkdtemp(prefix="exchange_sim.")
+    os.makedirs(tmp, exist_ok=True)
+    series, todo = {}, []
     for n in sizes:
         for label, opts in VARIANTS:
-            f = os.path.join(tmp, "%d-%s.dat" % (n, label.split(",")[0] +
-                                                  ("60" if "60" in label else "")))
-            kv = run(n, opts, f, args)
-            kv["label"] = label
+            f = os.path.join(tmp, "%d-%s.dat" % (n, label.replace(",", "").replace(" ", "-")))
             series[(n, label)] = f
-            rows.append(kv)
-            print("ran: %s (%s cpu s)" % (kv["cmd"], kv["cpu_s"]), file=sys.stderr)
+            todo.append((n, label, opts, f))
+
+    def one(job):
+        n, label, opts, f = job
+        kv = run(n, opts, f, args)
+        kv["label"] = label
+        print("ran: %s (%s cpu s)" % (kv["cmd"], kv["cpu_s"]), file=sys.stderr)
+        return kv
+
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
+        rows = list(ex.map(one, todo))
     table(rows)
     if args.plot:
         plot(args.plot, series, sizes)

@@ -697,7 +697,8 @@ sim_run(void)
 			fprintf(f, "%.3f %.6g %.6g %.4f %.6g\n", s.t, s.cd, s.rel, s.xpp, s.daemon);
 		if (at_level.t < 0 && s.cd <= opt.level * s0.cd)
 			at_level = s;
-		/* the last quarter: the floor the distance settled at */
+		/* the last quarter's mean: the floor, once a run is long
+		 * enough for the distance to settle */
 		if (next >= 0.75 * opt.duration) {
 			tail += s.cd;
 			ntail++;
