@@ -62,24 +62,36 @@ def table(rows):
 
 
 def plot(png, series, sizes):
-    lines = []
     colors = {100: "#1f77b4", 1000: "#2ca02c", 10000: "#d62728"}
-    for n in sizes:
-        for label, dash in (("adaptive", 1), ("random", 2)):
-            lines.append("'%s' using 1:2 with lines lw 2 dt %d lc rgb '%s' title '%d peers, %s'"
-                         % (series[(n, label)], dash, colors.get(n, "black"), n, label))
-        lines.append("'%s' using 1:2 with lines lw 1 dt 3 lc rgb '%s' title '%d peers, no exchanges'"
-                     % (series[(n, "none")], colors.get(n, "black"), n))
-    script = """set terminal pngcairo size 900,560 font ',10'
+
+    def lines(xcol, with_none):
+        out = []
+        for n in sizes:
+            for label, dash in (("adaptive", 1), ("random", 2)):
+                out.append("'%s' using %d:2 with lines lw 2 dt %d lc rgb '%s' title '%d peers, %s'"
+                           % (series[(n, label)], xcol, dash, colors.get(n, "black"), n, label))
+            if with_none:
+                out.append("'%s' using 1:2 with lines lw 1 dt 3 lc rgb '%s'"
+                           " title '%d peers, no exchanges'"
+                           % (series[(n, "none")], colors.get(n, "black"), n))
+        return ", \\\n     ".join(out)
+
+    script = """set terminal pngcairo size 1200,520 font ',10'
 set output '%s'
-set title 'exchange\\_sim: consensus distance, 3 sites, 10:1 bandwidth, saps 0.04, int8, 1e8-value model'
-set xlabel 'simulated seconds'
+set multiplot layout 1,2 title 'exchange\\_sim: consensus distance; 3 sites, 10:1 bandwidth, saps 0.04, int8, 1e8-value model'
 set ylabel 'RMS over peers of ||x_i - mean|| / sqrt(dim)'
 set logscale y
-set key outside right
+set yrange [0.15:1.2]
+set ytics (0.2, 0.3, 0.5, 0.7, 1)
 set grid
+set key bottom left
+set xlabel 'simulated seconds'
 plot %s
-""" % (png, ", \\\n     ".join(lines))
+set xlabel 'exchanges per peer (completed, counted by their initiator)'
+unset key
+plot %s
+unset multiplot
+""" % (png, lines(1, True), lines(4, False))
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
 
 
