@@ -62,11 +62,18 @@
  *   where the daemon would still mix it);
  * - what the daemon reports as consensus_distance: per peer, an EWMA
  *   (alpha 0.1, GOSSIP_DIST_ALPHA) of the RMS of (theirs - mine) over
- *   each slice it mixed, averaged here over peers.
+ *   each slice it mixed, averaged here over peers;
+ * - churn (--churn): at one moment a share of the peers crash (they stop;
+ *   exchanges with them time out, and select backs off) and stay in every
+ *   live list for --detect-s (membership_sim: about 3 s), while as many
+ *   fresh peers pull the model: the average of up to PULL_MAX_DONORS
+ *   running peers, the whole model in fp32 from each over its link
+ *   (pull.h), listed and training once the slowest donor is done.
  *
- * Not modelled: churn (joins, the pull and leaves are membership_sim's
- * and pull.h's; every peer runs throughout), the membership protocol
- * (every peer knows every other from the start), trust and the vetting of
+ * Not modelled: the membership protocol (every peer knows every other
+ * from the start, and a change reaches every list at once; its timing is
+ * membership_sim's), the pull's chunks, retries and vetting, trust and
+ * the vetting of
  * values, int8/fp16 rounding of the values (only their bytes), pace
  * (--lag), the outer step, the closing phase, CPU time, shared links.
  *
@@ -99,6 +106,7 @@
 #include "gossip_wire.h"
 #include "kinds.h"
 #include "mask.h"
+#include "pull.h"
 #include "rng.h"
 #include "rounds.h"
 #include "select.h"
@@ -131,11 +139,17 @@ static struct {
 	double		duration, sample, level;
 	uint64_t	seed;
 	const char	*series;
+	double		churn, churn_at, detect_s;	/* churn_at < 0: duration / 2 */
 } opt = { 100, 0, 1024, 1e8, GOSSIP_SAPS, GOSSIP_INT8, 0.04, 64, 4, SELECT_ADAPTIVE, 4, 10,
 	5, 3, 1e9 / 8, 10, 0.0001, 0.0005, 0.020, 0.050, 0, 8, 0.3, 1, 0.001, 0.01, 60, 1,
-	0.3, 1, NULL };
+	0.3, 1, NULL, 0, -1, 3 };
 
-enum sim_ekind { SIM_ROUND, SIM_REQ, SIM_REPLY, SIM_BUSY, SIM_FAIL };
+enum sim_ekind { SIM_ROUND, SIM_REQ, SIM_REPLY, SIM_BUSY, SIM_FAIL, SIM_CHURN, SIM_FORGET,
+	SIM_PULLED };
+
+/* A joiner is off until its pull is in; a crashed peer is dead, listed by
+ * the others until they notice (--detect-s). */
+enum sim_pstate { SIM_OFF, SIM_UP, SIM_DEAD };
 
 struct sim_ev {
 	double		at;
@@ -165,11 +179,18 @@ struct sim_peer {
 	uint64_t	noise[4];	/* xoshiro256+: rng.h's ChaCha is too slow per value */
 	double		distance;	/* the daemon's EWMA; < 0 none yet */
 	uint64_t	ok;
+	enum sim_pstate	st;
+	int		listed;		/* in the others' live lists */
+	int		donors[PULL_MAX_DONORS], ndonors;
 };
 
 static struct sim_peer *peers;
+static int ntotal;		/* --peers and the joiners of --churn */
 static char (*names)[SIM_ADDR];
-static const char **ring;	/* 2n - 1 addresses: peer i's others start at i + 1 */
+/* The listed peers, and their addresses twice over (2 nlive - 1): the
+ * others of the peer at place pos[i] start at ring + pos[i] + 1. */
+static int *live, *pos, nlive;
+static const char **ring;
 static const char **shown;	/* --view: the others one pick sees */
 static float *dir;		/* the shared drift direction */
 static double site_lat[SIM_MAX_SITES][SIM_MAX_SITES];
@@ -183,7 +204,9 @@ static uint64_t ev_seq, events;
 
 static struct {
 	uint64_t ok, busy, failed, lost, same_site;
-	uint64_t bytes;
+	uint64_t bytes, pull_bytes;
+	int killed, joined;
+	double pull_max_s;
 	double idx_per_value;	/* delta: varint bytes per index */
 } tally;
 
@@ -444,6 +467,30 @@ sim_mix(struct sim_peer *p, const struct mask *m, const float *theirs, const flo
 	p->distance = p->distance < 0 ? rms : p->distance + SIM_DIST_ALPHA * (rms - p->distance);
 }
 
+/* How many others one pick sees. */
+static size_t
+sim_shown(void)
+{
+	size_t others = (size_t)nlive - 1;
+
+	return opt.view > 0 && (size_t)opt.view < others ? (size_t)opt.view : others;
+}
+
+/* The live lists changed: every peer's changed at once (membership's
+ * spread, a fraction of a second in membership_sim, is left out). */
+static void
+sim_relist(void)
+{
+	nlive = 0;
+	for (int i = 0; i < ntotal; i++)
+		if (peers[i].listed) {
+			pos[i] = nlive;
+			live[nlive++] = i;
+		}
+	for (int t = 0; t < 2 * nlive - 1; t++)
+		ring[t] = names[live[t % nlive]];
+}
+
 /* The addresses select_pick sees: every other peer, as the daemon
  * passes every live member; with --view, a window of that many at a
  * random offset of the others, drawn afresh for each pick (every other
@@ -451,13 +498,13 @@ sim_mix(struct sim_peer *p, const struct mask *m, const float *theirs, const flo
 static const char *const *
 sim_view(int i)
 {
-	size_t others = (size_t)opt.n - 1, off;
+	size_t others = (size_t)nlive - 1, off, base = (size_t)pos[i] + 1;
 
-	if (opt.view == 0)
-		return ring + i + 1;
+	if (sim_shown() == others)
+		return ring + base;
 	off = (size_t)rng_below(&srng, others);
 	for (size_t t = 0; t < (size_t)opt.view; t++)
-		shown[t] = ring[(size_t)i + 1 + (off + t) % others];
+		shown[t] = ring[base + (off + t) % others];
 	return shown;
 }
 
@@ -472,9 +519,8 @@ sim_start(int i, const char *exclude)
 	size_t req;
 	int to;
 
-	pick = select_pick(p->sel, now, sim_view(i), opt.view ? (size_t)opt.view :
-	    (size_t)opt.n - 1, exclude);
-	if (pick == NULL)
+	if (nlive < 2 || (pick = select_pick(p->sel, now, sim_view(i), sim_shown(),
+	    exclude)) == NULL)
 		return;
 	to = (int)((pick - names[0]) / SIM_ADDR);
 	sim_catch_up(i);
@@ -553,6 +599,12 @@ sim_on_req(int i)
 	struct sim_peer *r = &peers[x->to];
 	size_t len;
 
+	/* a crashed partner never answers: the initiator times out */
+	if (r->st != SIM_UP) {
+		if (peers[i].st == SIM_UP)
+			sim_ev_push(SIM_FAIL, x->start + opt.timeout, i);
+		return;
+	}
 	if (opt.mode == GOSSIP_DENSE && r->ex.active) {
 		len = GOSSIP_REPLY_HEADER + SIM_FRAME;
 		x->bytes += len;
@@ -588,10 +640,95 @@ sim_on_reply(int i)
 	sim_done(i, 1, 0);
 }
 
+/* --churn: kill a share of the running peers, and as many joiners pull
+ * the model from up to PULL_MAX_DONORS of the others: each donor sends
+ * the whole --wire-d model in fp32 over its link, and the joiner takes
+ * their average (pull.h); it starts training, listed by all, once the
+ * slowest donor is done. Donors are drawn among the running peers (in
+ * the daemon, a crashed one not yet noticed may be drawn too). */
+static void
+sim_churn(void)
+{
+	int kills = (int)llround(opt.churn * opt.n);
+
+	for (int k = 0; k < kills; k++) {
+		int v;
+
+		do
+			v = live[rng_below(&srng, (uint64_t)nlive)];
+		while (peers[v].st != SIM_UP);
+		peers[v].st = SIM_DEAD;
+		tally.killed++;
+	}
+	for (int j = opt.n; j < opt.n + kills; j++) {
+		struct sim_peer *p = &peers[j];
+		double end = 0;
+
+		while (p->ndonors < PULL_MAX_DONORS && p->ndonors < nlive - kills) {
+			int d = live[rng_below(&srng, (uint64_t)nlive)], dup = 0;
+
+			for (int k = 0; k < p->ndonors; k++)
+				dup |= p->donors[k] == d;
+			if (dup || peers[d].st != SIM_UP)
+				continue;
+			p->donors[p->ndonors++] = d;
+			end = fmax(end, 2 * sim_latency(d, j) + 4 * opt.wire_d / sim_bandwidth(d, j));
+			tally.pull_bytes += (uint64_t)(4 * opt.wire_d);
+		}
+		tally.pull_max_s = fmax(tally.pull_max_s, end);
+		sim_ev_push(SIM_PULLED, now + end, j);
+	}
+	sim_ev_push(SIM_FORGET, now + opt.detect_s, -1);
+}
+
+/* The crashed peers leave the lists: membership noticed. */
+static void
+sim_forget(void)
+{
+	for (int i = 0; i < ntotal; i++)
+		if (peers[i].st == SIM_DEAD)
+			peers[i].listed = 0;
+	sim_relist();
+}
+
+static void
+sim_pulled(int j)
+{
+	struct sim_peer *p = &peers[j];
+
+	memset(p->x, 0, (size_t)opt.dim * sizeof(*p->x));
+	for (int k = 0; k < p->ndonors; k++) {
+		sim_catch_up(p->donors[k]);
+		for (int c = 0; c < opt.dim; c++)
+			p->x[c] += peers[p->donors[k]].x[c] / (float)p->ndonors;
+	}
+	if (p->anchor != NULL)
+		memcpy(p->anchor, p->x, (size_t)opt.dim * sizeof(*p->x));
+	p->t0 = now;
+	p->st = SIM_UP;
+	p->listed = 1;
+	tally.joined++;
+	sim_relist();
+	sim_next_round(j);
+}
+
 static void
 sim_event(const struct sim_ev *e)
 {
+	/* a crashed peer starts nothing and hears nothing; its REQs in
+	 * flight still arrive */
+	if (e->kind <= SIM_FAIL && e->kind != SIM_REQ && peers[e->peer].st != SIM_UP)
+		return;
 	switch (e->kind) {
+	case SIM_CHURN:
+		sim_churn();
+		break;
+	case SIM_FORGET:
+		sim_forget();
+		break;
+	case SIM_PULLED:
+		sim_pulled(e->peer);
+		break;
 	case SIM_ROUND:
 		sim_round(e->peer);
 		break;
@@ -618,17 +755,20 @@ struct sim_sample {
 	double t, cd, rel, xpp, daemon;
 };
 
-/* Every peer caught up to now: the consensus distance, relative to the
- * RMS of the vectors, exchanges per peer and the daemon's figure. */
+/* Every running peer caught up to now: the consensus distance, relative
+ * to the RMS of the vectors, exchanges per peer and the daemon's figure. */
 static struct sim_sample
 sim_measure(double *mean)
 {
 	struct sim_sample s = { now, 0, 0, (double)tally.ok / opt.n, 0 };
 	double ss = 0, sx = 0;
-	int nd = 0;
+	int nd = 0, n = 0;
 
 	memset(mean, 0, (size_t)opt.dim * sizeof(*mean));
-	for (int i = 0; i < opt.n; i++) {
+	for (int i = 0; i < ntotal; i++) {
+		if (peers[i].st != SIM_UP)
+			continue;
+		n++;
 		sim_catch_up(i);
 		for (int j = 0; j < opt.dim; j++)
 			mean[j] += peers[i].x[j];
@@ -638,8 +778,10 @@ sim_measure(double *mean)
 		}
 	}
 	for (int j = 0; j < opt.dim; j++)
-		mean[j] /= opt.n;
-	for (int i = 0; i < opt.n; i++) {
+		mean[j] /= n;
+	for (int i = 0; i < ntotal; i++) {
+		if (peers[i].st != SIM_UP)
+			continue;
 		for (int j = 0; j < opt.dim; j++) {
 			double d = peers[i].x[j] - mean[j];
 
@@ -647,8 +789,8 @@ sim_measure(double *mean)
 			sx += (double)peers[i].x[j] * peers[i].x[j];
 		}
 	}
-	s.cd = sqrt(ss / opt.n / opt.dim);
-	s.rel = sx > 0 ? s.cd / sqrt(sx / opt.n / opt.dim) : 0;
+	s.cd = sqrt(ss / n / opt.dim);
+	s.rel = sx > 0 ? s.cd / sqrt(sx / n / opt.dim) : 0;
 	s.daemon = nd ? s.daemon / nd : -1;
 	return s;
 }
@@ -666,7 +808,7 @@ sim_cpu_s(void)
 static int
 sim_run(void)
 {
-	struct sim_sample s0, s, at_level = { -1, 0, 0, 0, 0 };
+	struct sim_sample s0, s, before, at_level = { -1, 0, 0, 0, 0 };
 	double *mean = xcalloc((size_t)opt.dim, sizeof(*mean)), tail = 0, next;
 	int ntail = 0;
 	FILE *f = NULL;
@@ -679,7 +821,9 @@ sim_run(void)
 	}
 	for (int i = 0; i < opt.n; i++)
 		sim_next_round(i);
-	s0 = s = sim_measure(mean);
+	if (opt.churn > 0)
+		sim_ev_push(SIM_CHURN, opt.churn_at, -1);
+	before = s0 = s = sim_measure(mean);
 	if (f != NULL)
 		fprintf(f, "# t_s consensus_distance relative exchanges_per_peer"
 		    " daemon_distance\n");
@@ -697,6 +841,8 @@ sim_run(void)
 			fprintf(f, "%.3f %.6g %.6g %.4f %.6g\n", s.t, s.cd, s.rel, s.xpp, s.daemon);
 		if (at_level.t < 0 && s.cd <= opt.level * s0.cd)
 			at_level = s;
+		if (next <= opt.churn_at)
+			before = s;
 		/* the last quarter's mean: the floor, once a run is long
 		 * enough for the distance to settle */
 		if (next >= 0.75 * opt.duration) {
@@ -726,6 +872,12 @@ sim_run(void)
 	printf("cd_start %.6g\ncd_end %.6g\ncd_rel_end %.6g\ncd_floor %.6g\n"
 	    "daemon_distance_end %.6g\n", s0.cd, s.cd, s.rel, ntail ? tail / ntail : s.cd,
 	    s.daemon);
+	if (opt.churn > 0)
+		printf("churn %g\nchurn_at_s %g\ndetect_s %g\nkilled %d\njoined %d\n"
+		    "pull_max_s %.2f\npull_mb_per_joiner %.0f\ncd_before_churn %.6g\n",
+		    opt.churn, opt.churn_at, opt.detect_s, tally.killed, tally.joined,
+		    tally.pull_max_s, tally.killed ? tally.pull_bytes / 1e6 / tally.killed : 0,
+		    before.cd);
 	printf("level %g\ntime_to_level_s %.2f\nexchanges_per_peer_at_level %.2f\n",
 	    opt.level, at_level.t, at_level.t < 0 ? -1 : at_level.xpp);
 	getrusage(RUSAGE_SELF, &ru);
@@ -776,7 +928,11 @@ sim_usage(FILE *f)
 	    "                         start (default 0.3)\n"
 	    "      --seed X           the random seed (default 1)\n"
 	    "      --series FILE      t, distance, relative, exchanges/peer, daemon's\n"
-	    "  -h, --help             this text\n", SIM_MAX_SITES);
+	    "      --churn F          at --churn-at, F of the peers crash and as many fresh\n"
+	    "                         ones join, pulling the average of %d donors (default 0)\n"
+	    "      --churn-at S       seconds (default: half of --duration)\n"
+	    "      --detect-s S       the crashed leave the live lists S s later (default 3)\n"
+	    "  -h, --help             this text\n", SIM_MAX_SITES, PULL_MAX_DONORS);
 }
 
 static int
@@ -876,6 +1032,9 @@ sim_parse(int argc, char **argv)
 		{ "level", required_argument, NULL, 'V' },
 		{ "seed", required_argument, NULL, 'x' },
 		{ "series", required_argument, NULL, 'f' },
+		{ "churn", required_argument, NULL, 'c' },
+		{ "churn-at", required_argument, NULL, 'C' },
+		{ "detect-s", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -932,6 +1091,9 @@ sim_parse(int argc, char **argv)
 				    " of 0 or more\n", optarg);
 			break;
 		case 'f': opt.series = optarg; break;
+		case 'c': rc = sim_real("churn", optarg, 0, 0.9, &opt.churn); break;
+		case 'C': rc = sim_real("churn-at", optarg, 0, 1e7, &opt.churn_at); break;
+		case 'E': rc = sim_real("detect-s", optarg, 0, 1e6, &opt.detect_s); break;
 		case 'h': sim_usage(stdout); exit(0);
 		default: return -EINVAL;
 		}
@@ -943,6 +1105,8 @@ sim_parse(int argc, char **argv)
 		return -EINVAL;
 	}
 	opt.site_bps = mbit * 1e6 / 8;
+	if (opt.churn_at < 0)
+		opt.churn_at = opt.duration / 2;
 	if (opt.view >= opt.n) {
 		fprintf(stderr, "exchange_sim: --view: %d is not below --peers %d\n", opt.view,
 		    opt.n);
@@ -976,19 +1140,22 @@ sim_setup(void)
 	dir = xcalloc(d, sizeof(*dir));
 	for (size_t j = 0; j < d; j++)
 		dir[j] = rng_uniform(&srng) < 0.5 ? -1.0f : 1.0f;
-	names = xcalloc((size_t)opt.n, sizeof(*names));
-	ring = xcalloc(2 * (size_t)opt.n - 1, sizeof(*ring));
+	ntotal = opt.n + (int)llround(opt.churn * opt.n);
+	names = xcalloc((size_t)ntotal, sizeof(*names));
+	ring = xcalloc(2 * (size_t)ntotal, sizeof(*ring));
+	live = xcalloc((size_t)ntotal, sizeof(*live));
+	pos = xcalloc((size_t)ntotal, sizeof(*pos));
 	shown = xcalloc((size_t)opt.view + 1, sizeof(*shown));
-	peers = xcalloc((size_t)opt.n, sizeof(*peers));
-	xs = xcalloc((opt.mode == GOSSIP_DELTA ? 2 : 1) * (size_t)opt.n * d, sizeof(*xs));
-	for (int i = 0; i < opt.n; i++) {
+	peers = xcalloc((size_t)ntotal, sizeof(*peers));
+	xs = xcalloc((opt.mode == GOSSIP_DELTA ? 2 : 1) * (size_t)ntotal * d, sizeof(*xs));
+	for (int i = 0; i < ntotal; i++) {
 		struct sim_peer *p = &peers[i];
 
 		snprintf(names[i], SIM_ADDR, "10.%d.%d.%d:7000", i >> 16 & 255, i >> 8 & 255,
 		    i & 255);
 		p->x = xs + (size_t)i * d;
 		if (opt.mode == GOSSIP_DELTA)
-			p->anchor = xs + ((size_t)opt.n + (size_t)i) * d;
+			p->anchor = xs + ((size_t)ntotal + (size_t)i) * d;
 		for (size_t j = 0; j < d; j++)
 			p->x[j] = (float)(opt.init_spread * rng_normal(&srng));
 		/* the first selection anchors at the model as it is (drift.h) */
@@ -1003,9 +1170,11 @@ sim_setup(void)
 			p->noise[w] = rng_u64(&srng) | 1;
 		if (select_new(&sp, &p->sel) < 0)
 			abort();
+		/* joiners: off until their pull is in */
+		p->st = i < opt.n ? SIM_UP : SIM_OFF;
+		p->listed = i < opt.n;
 	}
-	for (size_t i = 0; i < 2 * (size_t)opt.n - 1; i++)
-		ring[i] = names[i % (size_t)opt.n];
+	sim_relist();
 	/* delta's indices: a varint of the mean gap each (mask_encode), which
 	 * is 1/density - 1 on a model of any size */
 	if (opt.mode == GOSSIP_DELTA)
@@ -1029,7 +1198,7 @@ main(int argc, char **argv)
 	randombytes_set_implementation(&sim_rb);
 	sim_setup();
 	rc = sim_run();
-	for (int i = 0; i < opt.n; i++) {
+	for (int i = 0; i < ntotal; i++) {
 		select_free(peers[i].sel);
 		mask_free(&peers[i].ex.mask);
 		free(peers[i].ex.mine);
@@ -1039,6 +1208,8 @@ main(int argc, char **argv)
 	free(peers);
 	free(names);
 	free(ring);
+	free(live);
+	free(pos);
 	free(shown);
 	free(dir);
 	free(evh);
