@@ -99,7 +99,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include <sodium.h>
 
@@ -155,7 +154,9 @@ struct sim_ev {
 	double		at;
 	uint64_t	seq;		/* ties go in the order of scheduling */
 	enum sim_ekind	kind;
-	int		peer;		/* SIM_ROUND: the peer; else the initiator */
+	/* ROUND: the peer; PULLED: the joiner; CHURN, FORGET: -1; else the
+	 * exchange's initiator */
+	int		peer;
 };
 
 /* The exchange a peer initiated: one at a time, as gossip's `active`. */
@@ -178,7 +179,6 @@ struct sim_peer {
 	struct sim_xchg	ex;
 	uint64_t	noise[4];	/* xoshiro256+: rng.h's ChaCha is too slow per value */
 	double		distance;	/* the daemon's EWMA; < 0 none yet */
-	uint64_t	ok;
 	enum sim_pstate	st;
 	int		listed;		/* in the others' live lists */
 	int		donors[PULL_MAX_DONORS], ndonors;
@@ -634,7 +634,6 @@ sim_on_reply(int i)
 
 	sim_catch_up(i);
 	sim_mix(p, &p->ex.mask, p->ex.theirs, p->ex.mine);
-	p->ok++;
 	tally.ok++;
 	tally.same_site += i % opt.sites == p->ex.to % opt.sites;
 	sim_done(i, 1, 0);
