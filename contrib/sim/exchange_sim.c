@@ -38,8 +38,8 @@
  *   then; the initiator mixes those in when the REPLY arrives. Both sides
  *   average (mine + theirs) / 2 on the mask. Masks: saps from mask_build
  *   (seed, nonce), dense the whole vector, delta the top k of |x - anchor|
- *   with the anchor moved to the mixed values on both sides (drift.h;
- *   exact top k here, where drift_select is exact to 1/128 and needs a
+ *   with the anchor moved to (mine + theirs) / 2 on both sides (drift.h,
+ *   gossip_note_mixed; exact top k here, where drift_select is exact to 1/128 and needs a
  *   struct model). Sparse REQs are served while the responder's own
  *   exchange runs; dense ones are answered BUSY then, as gossip_on_req.
  *   The default is saps, not the daemon's delta: delta sends only what
@@ -50,8 +50,8 @@
  * - wire sizes of a --wire-d model (the simulated vector is small; the
  *   bytes are those of the model the job would train): gossip_values_bytes
  *   of k = density * wire-d values, the REQ and REPLY headers, one frame
- *   header and MAC per message, and delta's varint indices at the bytes
- *   per index mask_encode gives for the simulated mask;
+ *   header and MAC per message, and delta's indices at one varint of the
+ *   mean gap (1 / density - 1) each, as mask_encode writes them;
  * - links: peers in --sites sites (round-robin by index), one latency per
  *   pair of sites drawn from a range, bandwidth --site-mbit within a site
  *   and --net-ratio times less across. A message takes latency + bytes /
@@ -73,9 +73,9 @@
  * Not modelled: the membership protocol (every peer knows every other
  * from the start, and a change reaches every list at once; its timing is
  * membership_sim's), the pull's chunks, retries and vetting, trust and
- * the vetting of
- * values, int8/fp16 rounding of the values (only their bytes), pace
- * (--lag), the outer step, the closing phase, CPU time, shared links.
+ * the vetting of values, their int8/fp16 rounding (only their bytes),
+ * pace (--lag), the outer step, the closing phase, CPU time, shared
+ * links.
  *
  * Cost: select_pick looks every live address up in a linear list of the
  * links it has used (select.c: jobs have tens of peers), so one pick
