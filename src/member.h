@@ -120,7 +120,10 @@ void member_set_timing(struct member *m, unsigned period_ms,
     unsigned ping_timeout_ms, unsigned suspicion_ms);
 
 /* Exposed for tests and fuzzing: 0 if the record table's invariants hold
- * (the probe order names each other record at most once), else -EINVAL. */
+ * (the probe order names each other record at most once; the index finds
+ * every record at its place and holds nothing else; the counts by state
+ * and the news lists agree with the records), else -EINVAL (-ENOMEM if
+ * it could not look). O(N): not for every message of a large job. */
 int member_check(const struct member *m, struct errbuf *err);
 
 #endif
