@@ -73,8 +73,8 @@ static uint16_t
 piggyback(struct member *m, const char *to, int whole_table)
 {
 	struct mentry *dest = to ? member_table_find(m, to) : NULL;
-	size_t budget = MEMBER_PIGGY_BYTES, t, j;
-	uint32_t picked[MEMBER_MSG_MAX_UPDATES];
+	size_t budget = MEMBER_PIGGY_BYTES, t;
+	uint32_t picked[MEMBER_MSG_MAX_UPDATES], i;
 	uint16_t n = 0, npicked = 0, p;
 
 	fill(&m->ubuf[n++], &m->e[0]);
@@ -100,19 +100,18 @@ piggyback(struct member *m, const char *to, int whole_table)
 	/* Picked first, counted down after: counting down moves a record
 	 * to the next list, the one walked next. */
 	for (t = m->nnews; t-- > 1 && budget > 0;) {
-		const struct news *l = &m->news[t];
+		for (i = m->news[t].first; i != NEWS_NONE && n < MEMBER_MSG_MAX_UPDATES;
+		    i = m->e[i].news_next) {
+			struct mentry *e = &m->e[i];
 
-		for (j = 0; j < l->n && n < MEMBER_MSG_MAX_UPDATES; j++) {
-			struct mentry *e = &m->e[l->v[j]];
-
-			if (l->v[j] == 0 || e == dest)
+			if (i == 0 || e == dest)
 				continue;
 			if (upd_size(e) > budget) {
 				budget = 0;
 				break;
 			}
 			fill(&m->ubuf[n++], e);
-			picked[npicked++] = l->v[j];
+			picked[npicked++] = i;
 			budget -= upd_size(e);
 		}
 	}

@@ -12,6 +12,9 @@
 
 #define TABLE_CAP0	16
 
+/* What 10,000 simulated peers' tables fit in (member_table.h). */
+_Static_assert(sizeof(struct mentry) <= 64, "a table record grew past 64 bytes");
+
 /* --- the index ----------------------------------------------------------- */
 
 /* FNV-1a: addresses are short and come from peers, but a peer that wants
@@ -84,8 +87,6 @@ member_table_free(struct member *m)
 {
 	for (size_t i = 0; i < m->n; i++)
 		free(m->e[i].addr);
-	for (size_t t = 0; t < m->nnews; t++)
-		free(m->news[t].v);
 	free(m->news);
 	free(m->e);
 	free(m->order);
@@ -112,6 +113,14 @@ member_table_state(struct member *m, struct mentry *e, enum member_state s)
 	e->state = (uint8_t)s;
 }
 
+static void
+news_clear(struct member *m)
+{
+	for (size_t t = 0; t < m->nnews; t++)
+		m->news[t].first = m->news[t].last = NEWS_NONE;
+	m->pending = 0;
+}
+
 void
 member_table_set_transmits(struct member *m, struct mentry *e, unsigned t)
 {
@@ -121,52 +130,53 @@ member_table_set_transmits(struct member *m, struct mentry *e, unsigned t)
 	if (t > UINT16_MAX)
 		t = UINT16_MAX;
 	if (e->transmits > 0) {
-		uint32_t last;
-
 		l = &m->news[e->transmits];
-		last = l->v[--l->n];
-		if (last != idx) {
-			l->v[e->news_pos] = last;
-			m->e[last].news_pos = e->news_pos;
-		}
+		if (e->news_prev != NEWS_NONE)
+			m->e[e->news_prev].news_next = e->news_next;
+		else
+			l->first = e->news_next;
+		if (e->news_next != NEWS_NONE)
+			m->e[e->news_next].news_prev = e->news_prev;
+		else
+			l->last = e->news_prev;
 		m->pending--;
 	}
 	e->transmits = (uint16_t)t;
 	if (t == 0)
 		return;
 	if (t >= m->nnews) {
+		size_t old = m->nnews;
+
 		m->news = xrealloc(m->news, t + 1, sizeof(*m->news));
-		memset(&m->news[m->nnews], 0, (t + 1 - m->nnews) * sizeof(*m->news));
 		m->nnews = t + 1;
+		for (; old < m->nnews; old++)
+			m->news[old].first = m->news[old].last = NEWS_NONE;
 	}
 	l = &m->news[t];
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 16;
-		l->v = xrealloc(l->v, l->cap, sizeof(*l->v));
-	}
-	e->news_pos = (uint32_t)l->n;
-	l->v[l->n++] = idx;
+	e->news_prev = l->last;
+	e->news_next = NEWS_NONE;
+	if (l->last != NEWS_NONE)
+		m->e[l->last].news_next = idx;
+	else
+		l->first = idx;
+	l->last = idx;
 	m->pending++;
 }
 
 void
 member_table_hush(struct member *m)
 {
-	for (size_t t = 1; t < m->nnews; t++) {
-		for (size_t j = 0; j < m->news[t].n; j++)
-			m->e[m->news[t].v[j]].transmits = 0;
-		m->news[t].n = 0;
-	}
-	m->pending = 0;
+	for (size_t t = 1; t < m->nnews; t++)
+		for (uint32_t i = m->news[t].first; i != NEWS_NONE; i = m->e[i].news_next)
+			m->e[i].transmits = 0;
+	news_clear(m);
 }
 
-/* Positions changed (reap): the lists are filled again. */
+/* Positions changed (reap): the lists are linked again. */
 static void
 news_build(struct member *m)
 {
-	for (size_t t = 1; t < m->nnews; t++)
-		m->news[t].n = 0;
-	m->pending = 0;
+	news_clear(m);
 	for (size_t i = 0; i < m->n; i++) {
 		unsigned t = m->e[i].transmits;
 
@@ -466,16 +476,19 @@ check_counts(const struct member *m, struct errbuf *err)
 			return errbuf_set(err, -EINVAL, "%u records %s, counted %u", count[s],
 			    member_state_name(s), m->count[s]);
 	for (size_t t = 0; t < m->nnews; t++) {
-		if (t == 0 && m->news[0].n != 0)
-			return errbuf_set(err, -EINVAL, "news list 0 holds %zu", m->news[0].n);
-		for (size_t j = 0; j < m->news[t].n; j++) {
-			uint32_t i = m->news[t].v[j];
+		uint32_t prev = NEWS_NONE;
 
-			if (i >= m->n || m->e[i].transmits != t || m->e[i].news_pos != j)
-				return errbuf_set(err, -EINVAL, "news list %zu entry %zu is %u, "
-				    "not a record with %zu transmissions there", t, j, i, t);
+		for (uint32_t i = m->news[t].first; i != NEWS_NONE; i = m->e[i].news_next) {
+			/* a cycle would go on past the records */
+			if (i >= m->n || m->e[i].transmits != t || t == 0 ||
+			    m->e[i].news_prev != prev || ++listed > m->n)
+				return errbuf_set(err, -EINVAL, "news list %zu: record %u "
+				    "out of place", t, i);
+			prev = i;
 		}
-		listed += m->news[t].n;
+		if (m->news[t].last != prev)
+			return errbuf_set(err, -EINVAL, "news list %zu ends at %u, not %u",
+			    t, m->news[t].last, prev);
 	}
 	if (listed != pending || pending != m->pending)
 		return errbuf_set(err, -EINVAL, "%zu records with news, %zu listed, %zu counted",

@@ -20,8 +20,10 @@
  * - the number of records in each state is kept, so the live count
  *   (retransmissions, joined, alone) is not a scan;
  * - records with news (transmits > 0) sit in one list per count of
- *   transmissions left, so a message takes the records with the most
- *   left without looking at the others (member.c piggyback).
+ *   transmissions left, oldest first, linked through the records (no
+ *   allocation when news comes or goes), so a message takes the records
+ *   with the most left without looking at the others (member.c
+ *   piggyback).
  * member_check verifies all of these against the records.
  */
 #ifndef GD_MEMBER_TABLE_H
@@ -51,17 +53,19 @@ struct mentry {
 	double		since;
 	double		suspect_deadline;
 	double		last_contact;
-	double		rtt;
-	uint32_t	news_pos;	/* place in news[transmits] when > 0 */
+	float		rtt;		/* EWMA seconds: a float is plenty */
+	uint32_t	news_prev, news_next;	/* in news[transmits]; NEWS_NONE */
 	uint16_t	transmits;	/* only through member_table_set_transmits */
 	uint8_t		state;		/* enum member_state; member_table_set_state */
 	uint8_t		ordered;	/* in the probe order */
 };
 
-/* The records with t transmissions left: indices into member.e. */
+#define NEWS_NONE	UINT32_MAX
+
+/* The records with t transmissions left, linked through news_prev and
+ * news_next, indices into member.e: the first is the one longest there. */
 struct news {
-	uint32_t	*v;
-	size_t		n, cap;
+	uint32_t	first, last;
 };
 
 struct probe {
