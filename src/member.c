@@ -427,6 +427,7 @@ member_recv(struct member *m, double now, uint64_t sender,
 	struct errbuf err = { "" };
 	struct mentry *e;
 	uint16_t i;
+	int added = 0;
 
 	memset(&msg, 0, sizeof(msg));
 	msg.u = m->ubuf;
@@ -437,10 +438,13 @@ member_recv(struct member *m, double now, uint64_t sender,
 		    err.msg);
 		return;
 	}
+	/* A SYNC carries a table, not news: the records it brings were
+	 * news where they changed, and spread from there. Only its first,
+	 * the sender's own, is news of a joiner to the one it asks. */
 	for (i = 0; i < msg.n; i++) {
 		struct member_update u = msg.u[i];
 
-		member_table_apply(m, &u, now);
+		added += member_table_apply(m, &u, now, type == MEMBER_T_SYNC && i > 0);
 	}
 	if ((e = member_table_find(m, sender_addr)) != NULL && e != &m->e[0] &&
 	    e->id == sender)
@@ -467,6 +471,10 @@ member_recv(struct member *m, double now, uint64_t sender,
 		if (msg.flags & MEMBER_F_REPLY) {
 			m->c.syncs_sent++;
 			send_msg(m, sender_addr, MEMBER_T_SYNC, 0, NULL, 0, NULL, NULL);
+		} else if (added > 0 && m->next_sync > now + m->p.period_ms / 1000.0) {
+			/* An answer that taught us members: the table is
+			 * behind (a joiner), ask for the next turn soon */
+			m->next_sync = now + m->p.period_ms / 1000.0;
 		}
 		break;
 	default:

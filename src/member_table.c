@@ -300,7 +300,7 @@ grow(struct member *m)
 }
 
 static struct mentry *
-add(struct member *m, const struct member_update *u, double now)
+add(struct member *m, const struct member_update *u, double now, int quiet)
 {
 	struct mentry *e;
 	char *addr;
@@ -325,7 +325,8 @@ add(struct member *m, const struct member_update *u, double now)
 	if (member_table_live(e)) {
 		order_insert(m, (size_t)(e - m->e));
 		m->c.joins++;
-		member_table_spread(m, e);
+		if (!quiet)
+			member_table_spread(m, e);
 	}
 	notify(m, e, e->state);
 	return e;
@@ -379,8 +380,8 @@ newer(const struct mentry *e, const struct member_update *u)
 	}
 }
 
-void
-member_table_apply(struct member *m, const struct member_update *u, double now)
+int
+member_table_apply(struct member *m, const struct member_update *u, double now, int quiet)
 {
 	struct mentry *self = &m->e[0], *e;
 	enum member_state old;
@@ -389,9 +390,9 @@ member_table_apply(struct member *m, const struct member_update *u, double now)
 	m->c.updates_received++;
 	if (strcmp(u->addr, self->addr) == 0) {
 		if (m->leaving)
-			return;
+			return 0;
 		if (u->state == MEMBER_ALIVE && u->id == self->id)
-			return;
+			return 0;
 		/* Someone doubts us, or still speaks of an older process at
 		 * our address: outrank it. */
 		if (u->incarnation >= self->inc) {
@@ -403,16 +404,12 @@ member_table_apply(struct member *m, const struct member_update *u, double now)
 			log_info("member: refuting %s about us (incarnation now %" PRIu64 ")",
 			    member_state_name(u->state), self->inc);
 		}
-		return;
+		return 0;
 	}
-	if ((e = member_table_find(m, u->addr)) == NULL) {
-		e = add(m, u, now);
-		if (e != NULL && !member_table_live(e))
-			member_table_set_transmits(m, e, 0);
-		return;
-	}
+	if ((e = member_table_find(m, u->addr)) == NULL)
+		return add(m, u, now, quiet) != NULL;
 	if (!newer(e, u))
-		return;
+		return 0;
 	old = e->state;
 	was_live = member_table_live(e);
 	e->inc = u->incarnation;
@@ -431,6 +428,7 @@ member_table_apply(struct member *m, const struct member_update *u, double now)
 		order_insert(m, (size_t)(e - m->e));
 		m->c.joins++;
 	}
+	return 0;
 }
 
 /* --- the consistency check ----------------------------------------------- */

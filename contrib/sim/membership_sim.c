@@ -41,9 +41,13 @@
  * one clean leave and --joins, one every --gap-s, each watched until
  * every running peer's view holds it so. Fully deterministic for a seed.
  *
- * Cost: every simulated peer holds its own table (an array of 176-byte
- * records grown by doubling), so memory is about 176 bytes times N times
- * N rounded up to a power of two: 300 MiB at 1,000, some 30 GB at 10,000.
+ * Cost: every simulated peer holds its own table (member_table.h: a
+ * 64-byte record and its address string, some 32 bytes from malloc here,
+ * in an array grown by half; an index of 4 bytes a slot at least twice
+ * the array), some 120 bytes a record, so memory grows as N squared:
+ * about 130 MiB at 1,000 and 12 GB at 10,000. CPU per peer grows with
+ * the messages' sizes, no longer with the table: see README, "Membership
+ * at scale", for what a run took.
  *
  * Prints "key value" lines; contrib/sim/membership.py runs it for several
  * sizes and prints the tables.
