@@ -3,8 +3,9 @@
  *
  * - The table is an array of records, this peer first, indexed by address
  *   (member_table.h). Nothing done per message or per tick looks at every
- *   record, but while some member is suspect (its deadline) and when a
- *   pass of probes ends: a job of 10,000 is run in the simulator.
+ *   record, but while some member is suspect (its deadline), when a pass
+ *   of probes ends and when a random member is drawn while few are live:
+ *   the simulator runs jobs of thousands.
  * - A record with transmits > 0 has news to spread; outgoing messages
  *   carry the sender's own record first, then the receiver's record when
  *   we do not think it alive (so a peer wrongly marked suspect or dead

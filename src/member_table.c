@@ -60,7 +60,7 @@ member_table_find(struct member *m, const char *addr)
 
 /* --- records, counts, news ----------------------------------------------- */
 
-int
+void
 member_table_init(struct member *m, const char *self_addr, double now)
 {
 	struct mentry *e;
@@ -79,7 +79,6 @@ member_table_init(struct member *m, const char *self_addr, double now)
 	e->rtt = -1;
 	m->count[MEMBER_ALIVE] = 1;
 	index_put(m, 0);
-	return 0;
 }
 
 void

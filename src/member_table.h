@@ -139,7 +139,7 @@ struct member {
 };
 
 /* Set up the table with this peer's record; free everything it holds. */
-int member_table_init(struct member *m, const char *self_addr, double now);
+void member_table_init(struct member *m, const char *self_addr, double now);
 void member_table_free(struct member *m);
 struct mentry *member_table_find(struct member *m, const char *addr);
 /* Alive or suspect: a member that takes part. */
