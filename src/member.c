@@ -439,13 +439,10 @@ member_recv(struct member *m, double now, uint64_t sender,
 		    err.msg);
 		return;
 	}
-	/* A SYNC carries a table, not news: the records it brings were
-	 * news where they changed, and spread from there. Only its first,
-	 * the sender's own, is news of a joiner to the one it asks. */
 	for (i = 0; i < msg.n; i++) {
 		struct member_update u = msg.u[i];
 
-		added += member_table_apply(m, &u, now, type == MEMBER_T_SYNC && i > 0);
+		added += member_table_apply(m, &u, now);
 	}
 	if ((e = member_table_find(m, sender_addr)) != NULL && e != &m->e[0] &&
 	    e->id == sender)

@@ -11,14 +11,11 @@
  * retransmit_mult * ceil(log2(n + 1)) times, and a gossip timer pushes
  * pending updates to gossip_fanout members so news does not wait for the
  * next probe. Joiners and a periodic anti-entropy round exchange the whole
- * table (SYNC), which also heals a job that started as two groups. A SYNC
- * carries a table, not news: of its records only the sender's own is
- * spread as news, the others were spread where they changed (were every
- * one news to whoever first heard of it, N peers starting at once would
- * each retransmit N records log N times). A table larger than a message
- * goes in turns; an answer that brought members not known before asks
- * for the next turn one period later instead of sync_ms, so a joiner
- * lists a job of N in about N/512 periods, not N/512 anti-entropy rounds.
+ * table (SYNC), which also heals a job that started as two groups. A
+ * table larger than a message goes in turns; an answer that brought
+ * members not known before asks for the next turn one period later
+ * instead of sync_ms, so a joiner pulls a job of N in turns a period
+ * apart, not N/512 anti-entropy rounds.
  *
  * A peer that knows no live member but itself (its seeds gone before it
  * reached them, or every member it knew declared dead or left, maybe

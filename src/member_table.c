@@ -299,7 +299,7 @@ grow(struct member *m)
 }
 
 static struct mentry *
-add(struct member *m, const struct member_update *u, double now, int quiet)
+add(struct member *m, const struct member_update *u, double now)
 {
 	struct mentry *e;
 	char *addr;
@@ -324,8 +324,7 @@ add(struct member *m, const struct member_update *u, double now, int quiet)
 	if (member_table_live(e)) {
 		order_insert(m, (size_t)(e - m->e));
 		m->c.joins++;
-		if (!quiet)
-			member_table_spread(m, e);
+		member_table_spread(m, e);
 	}
 	notify(m, e, e->state);
 	return e;
@@ -380,7 +379,7 @@ newer(const struct mentry *e, const struct member_update *u)
 }
 
 int
-member_table_apply(struct member *m, const struct member_update *u, double now, int quiet)
+member_table_apply(struct member *m, const struct member_update *u, double now)
 {
 	struct mentry *self = &m->e[0], *e;
 	enum member_state old;
@@ -406,7 +405,7 @@ member_table_apply(struct member *m, const struct member_update *u, double now, 
 		return 0;
 	}
 	if ((e = member_table_find(m, u->addr)) == NULL)
-		return add(m, u, now, quiet) != NULL;
+		return add(m, u, now) != NULL;
 	if (!newer(e, u))
 		return 0;
 	old = e->state;

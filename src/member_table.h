@@ -157,10 +157,8 @@ void member_table_set_state(struct member *m, struct mentry *e, enum member_stat
 void member_table_order_rebuild(struct member *m);
 /* Forget dead and left records older than MEMBER_REAP_S. */
 void member_table_reap(struct member *m, double now);
-/* Merge one received update into the table; quiet: a record it adds
- * gets no transmissions (a table's record, not news). 1 if it added one. */
-int member_table_apply(struct member *m, const struct member_update *u, double now,
-    int quiet);
+/* Merge one received update into the table; 1 if it added a record. */
+int member_table_apply(struct member *m, const struct member_update *u, double now);
 /* -EINVAL with what is wrong if the index, the counts, the news lists or
  * the probe order disagree with the records. */
 int member_table_check(const struct member *m, struct errbuf *err);
