@@ -1,14 +1,18 @@
 /*
  * member: see member.h. Shape of the code:
  *
- * - The table is an array of records, this peer first. Records are found
- *   by address (linear scan: a job has tens to hundreds of peers, and
- *   every scan is far cheaper than the message that caused it).
+ * - The table is an array of records, this peer first, indexed by address
+ *   (member_table.h). Nothing done per message or per tick looks at every
+ *   record, but while some member is suspect (its deadline), when a pass
+ *   of probes ends and when a random member is drawn while few are live:
+ *   the simulator runs jobs of thousands.
  * - A record with transmits > 0 has news to spread; outgoing messages
  *   carry the sender's own record first, then the receiver's record when
  *   we do not think it alive (so a peer wrongly marked suspect or dead
  *   learns of it from whoever talks to it and refutes), then the records
- *   with the most transmissions left, within MEMBER_PIGGY_BYTES.
+ *   with the most transmissions left, within MEMBER_PIGGY_BYTES: the
+ *   first that does not fit ends the message (addresses are of much the
+ *   same length, and the table's news lists are walked, not searched).
  * - Probes and relayed probes are matched by sequence number only.
  * - If the clock jumped by several periods between two ticks, this
  *   process was not scheduled (SIGSTOP, swap, an overloaded machine): the
@@ -70,13 +74,13 @@ static uint16_t
 piggyback(struct member *m, const char *to, int whole_table)
 {
 	struct mentry *dest = to ? member_table_find(m, to) : NULL;
-	size_t budget = MEMBER_PIGGY_BYTES, i;
-	uint16_t n = 0;
+	size_t budget = MEMBER_PIGGY_BYTES, t;
+	uint32_t picked[MEMBER_MSG_MAX_UPDATES], i;
+	uint16_t n = 0, npicked = 0, p;
 
-	m->mark++;
 	fill(&m->ubuf[n++], &m->e[0]);
 	if (m->e[0].transmits > 0)
-		m->e[0].transmits--;
+		member_table_set_transmits(m, &m->e[0], m->e[0].transmits - 1u);
 	if (whole_table) {
 		/* A table larger than one message goes in turns, each SYNC
 		 * from where the last one stopped: always from the first
@@ -94,24 +98,28 @@ piggyback(struct member *m, const char *to, int whole_table)
 		fill(&m->ubuf[n++], dest);
 		budget -= upd_size(dest);
 	}
-	for (;;) {
-		struct mentry *best = NULL;
-
-		for (i = 1; i < m->n; i++) {
+	/* Picked first, counted down after: counting down moves a record
+	 * to the next list, the one walked next. */
+	for (t = m->nnews; t-- > 1 && budget > 0;) {
+		for (i = m->news[t].first; i != NEWS_NONE && n < MEMBER_MSG_MAX_UPDATES;
+		    i = m->e[i].news_next) {
 			struct mentry *e = &m->e[i];
 
-			if (e->transmits == 0 || e == dest || e->mark == m->mark ||
-			    upd_size(e) > budget)
+			if (i == 0 || e == dest)
 				continue;
-			if (best == NULL || e->transmits > best->transmits)
-				best = e;
+			if (upd_size(e) > budget) {
+				budget = 0;
+				break;
+			}
+			fill(&m->ubuf[n++], e);
+			picked[npicked++] = i;
+			budget -= upd_size(e);
 		}
-		if (best == NULL || n >= MEMBER_MSG_MAX_UPDATES)
-			break;
-		fill(&m->ubuf[n++], best);
-		best->mark = m->mark;
-		best->transmits--;
-		budget -= upd_size(best);
+	}
+	for (p = 0; p < npicked; p++) {
+		struct mentry *e = &m->e[picked[p]];
+
+		member_table_set_transmits(m, e, e->transmits - 1u);
 	}
 	return n;
 }
@@ -142,23 +150,35 @@ send_msg(struct member *m, const char *to, uint8_t type, uint32_t seq,
 	return rc;
 }
 
-/* A random live member other than this peer and except; NULL if none. */
+static int
+candidate(const struct mentry *e, const char *except, int alive_only)
+{
+	return (alive_only ? e->state == MEMBER_ALIVE : member_table_live(e)) &&
+	    (except == NULL || strcmp(e->addr, except) != 0);
+}
+
+/* A random live member other than this peer and except; NULL if none.
+ * Records are drawn until one fits, which is uniform over those that do
+ * and takes a draw or two when most are live; when few are, a count and
+ * a second pass, as uniform. */
 static struct mentry *
 random_live(struct member *m, const char *except, int alive_only)
 {
 	size_t cand = 0, pick, i;
 
+	for (i = 0; i < 32 && m->n > 1; i++) {
+		struct mentry *e = &m->e[1 + rng_below(&m->rng, m->n - 1)];
+
+		if (candidate(e, except, alive_only))
+			return e;
+	}
 	for (i = 1; i < m->n; i++)
-		if ((alive_only ? m->e[i].state == MEMBER_ALIVE : member_table_live(&m->e[i])) &&
-		    (except == NULL || strcmp(m->e[i].addr, except) != 0))
-			cand++;
+		cand += candidate(&m->e[i], except, alive_only);
 	if (cand == 0)
 		return NULL;
 	pick = (size_t)rng_below(&m->rng, cand);
 	for (i = 1; i < m->n; i++)
-		if ((alive_only ? m->e[i].state == MEMBER_ALIVE : member_table_live(&m->e[i])) &&
-		    (except == NULL || strcmp(m->e[i].addr, except) != 0) &&
-		    pick-- == 0)
+		if (candidate(&m->e[i], except, alive_only) && pick-- == 0)
 			return &m->e[i];
 	return NULL;
 }
@@ -221,19 +241,11 @@ member_new(const struct member_params *p, const struct member_ops *ops,
 	m->p.self_addr = NULL;
 	m->ops = *ops;
 	rng_init(&m->rng, p->self_id, "member", 0, 0);
-	m->cap = 16;
-	m->e = xcalloc(m->cap, sizeof(*m->e));
-	m->order = xcalloc(m->cap, sizeof(*m->order));
+	member_table_init(m, p->self_addr, now);
 	m->tx = xmalloc(MEMBER_TX_CAP);
 	m->ubuf = xcalloc(MEMBER_MSG_MAX_UPDATES, sizeof(*m->ubuf));
-	m->n = 1;
-	snprintf(m->e[0].addr, sizeof(m->e[0].addr), "%s", p->self_addr);
 	m->e[0].id = p->self_id;
 	m->e[0].inc = p->incarnation;
-	m->e[0].state = MEMBER_ALIVE;
-	m->e[0].since = now;
-	m->e[0].last_contact = now;
-	m->e[0].rtt = -1;
 	m->next_seq = (uint32_t)rng_u64(&m->rng);
 	m->joined = 1;		/* until a seed says otherwise */
 	m->last_tick = now;
@@ -251,8 +263,7 @@ member_free(struct member *m)
 	if (m == NULL)
 		return;
 	rng_clear(&m->rng);
-	free(m->e);
-	free(m->order);
+	member_table_free(m);
 	free(m->tx);
 	free(m->ubuf);
 	free(m);
@@ -417,6 +428,7 @@ member_recv(struct member *m, double now, uint64_t sender,
 	struct errbuf err = { "" };
 	struct mentry *e;
 	uint16_t i;
+	int added = 0;
 
 	memset(&msg, 0, sizeof(msg));
 	msg.u = m->ubuf;
@@ -430,7 +442,7 @@ member_recv(struct member *m, double now, uint64_t sender,
 	for (i = 0; i < msg.n; i++) {
 		struct member_update u = msg.u[i];
 
-		member_table_apply(m, &u, now);
+		added += member_table_apply(m, &u, now);
 	}
 	if ((e = member_table_find(m, sender_addr)) != NULL && e != &m->e[0] &&
 	    e->id == sender)
@@ -457,6 +469,10 @@ member_recv(struct member *m, double now, uint64_t sender,
 		if (msg.flags & MEMBER_F_REPLY) {
 			m->c.syncs_sent++;
 			send_msg(m, sender_addr, MEMBER_T_SYNC, 0, NULL, 0, NULL, NULL);
+		} else if (added > 0 && m->next_sync > now + m->p.period_ms / 1000.0) {
+			/* An answer that taught us members: the table is
+			 * behind (a joiner), ask for the next turn soon */
+			m->next_sync = now + m->p.period_ms / 1000.0;
 		}
 		break;
 	default:
@@ -494,7 +510,7 @@ member_leave(struct member *m, double now)
 		return;
 	m->leaving = 1;
 	m->probe.active = 0;
-	m->e[0].state = MEMBER_LEFT;
+	member_table_state(m, &m->e[0], MEMBER_LEFT);
 	m->e[0].since = now;
 	m->leave_deadline = now + m->p.leave_ms / 1000.0;
 	member_table_spread(m, &m->e[0]);
@@ -601,7 +617,7 @@ member_tick(struct member *m, double now)
 			m->next_probe = now + eff(m, m->p.period_ms);
 		}
 	}
-	for (i = 1; i < m->n; i++) {
+	for (i = 1; i < m->n && m->count[MEMBER_SUSPECT] > 0; i++) {
 		struct mentry *e = &m->e[i];
 
 		if (e->state == MEMBER_SUSPECT && now >= e->suspect_deadline) {
@@ -612,11 +628,7 @@ member_tick(struct member *m, double now)
 		}
 	}
 	if (now >= m->next_gossip) {
-		int pending = 0;
-
-		for (i = 0; i < m->n; i++)
-			pending |= m->e[i].transmits > 0;
-		if (pending) {
+		if (m->pending > 0) {
 			const char *to[16];
 			unsigned n = random_distinct(m, NULL, 0, to, GD_ARRAY_SIZE(to),
 			    m->p.gossip_fanout), j;
@@ -626,8 +638,7 @@ member_tick(struct member *m, double now)
 				send_msg(m, to[j], MEMBER_T_GOSSIP, 0, NULL, 0, NULL, NULL);
 			}
 			if (n == 0)	/* nobody to tell */
-				for (i = 0; i < m->n; i++)
-					m->e[i].transmits = 0;
+				member_table_hush(m);
 		}
 		m->next_gossip = now + m->p.gossip_ms / 1000.0;
 	}
@@ -660,7 +671,6 @@ member_next_deadline(struct member *m)
 {
 	double t = m->next_reap;
 	size_t i;
-	int pending = 0;
 
 #define EARLIER(x) do { if ((x) < t) t = (x); } while (0)
 	if (m->leaving) {
@@ -675,12 +685,10 @@ member_next_deadline(struct member *m)
 		if (m->probe.active)
 			EARLIER(m->probe.end);
 	}
-	for (i = 0; i < m->n; i++) {
-		if (m->e[i].state == MEMBER_SUSPECT && i > 0)
+	for (i = 1; i < m->n && m->count[MEMBER_SUSPECT] > 0; i++)
+		if (m->e[i].state == MEMBER_SUSPECT)
 			EARLIER(m->e[i].suspect_deadline);
-		pending |= m->e[i].transmits > 0;
-	}
-	if (pending)
+	if (m->pending > 0)
 		EARLIER(m->next_gossip);
 	for (i = 0; i < m->nseeds; i++)
 		if (!m->leaving && member_table_find(m, m->seeds[i].addr) == NULL)
@@ -703,11 +711,7 @@ member_joined(const struct member *m)
 unsigned
 member_count(const struct member *m, enum member_state s)
 {
-	unsigned n = 0;
-
-	for (size_t i = 0; i < m->n; i++)
-		n += m->e[i].state == s;
-	return n;
+	return (unsigned)s <= MEMBER_LEFT ? m->count[s] : 0;
 }
 
 uint64_t
@@ -719,18 +723,7 @@ member_incarnation(const struct member *m)
 int
 member_check(const struct member *m, struct errbuf *err)
 {
-	if (m->norder >= m->n || m->pos > m->norder)
-		return errbuf_set(err, -EINVAL, "probe order holds %zu entries (pos %zu) for %zu others",
-		    m->norder, m->pos, m->n - 1);
-	for (size_t i = 0; i < m->norder; i++) {
-		if (m->order[i] == 0 || m->order[i] >= m->n)
-			return errbuf_set(err, -EINVAL, "probe order entry %zu is %zu, outside 1..%zu",
-			    i, m->order[i], m->n - 1);
-		for (size_t j = i + 1; j < m->norder; j++)
-			if (m->order[j] == m->order[i])
-				return errbuf_set(err, -EINVAL, "probe order holds %zu twice", m->order[i]);
-	}
-	return 0;
+	return member_table_check(m, err);
 }
 
 size_t

@@ -11,7 +11,11 @@
  * retransmit_mult * ceil(log2(n + 1)) times, and a gossip timer pushes
  * pending updates to gossip_fanout members so news does not wait for the
  * next probe. Joiners and a periodic anti-entropy round exchange the whole
- * table (SYNC), which also heals a job that started as two groups.
+ * table (SYNC), which also heals a job that started as two groups. A
+ * table larger than a message goes in turns; an answer that brought
+ * members not known before asks for the next turn one period later
+ * instead of sync_ms, so a joiner pulls a job of N in turns a period
+ * apart, not N/512 anti-entropy rounds.
  *
  * A peer that knows no live member but itself (its seeds gone before it
  * reached them, or every member it knew declared dead or left, maybe
@@ -120,7 +124,10 @@ void member_set_timing(struct member *m, unsigned period_ms,
     unsigned ping_timeout_ms, unsigned suspicion_ms);
 
 /* Exposed for tests and fuzzing: 0 if the record table's invariants hold
- * (the probe order names each other record at most once), else -EINVAL. */
+ * (the probe order names each other record at most once; the index finds
+ * every record at its place and holds nothing else; the counts by state
+ * and the news lists agree with the records), else -EINVAL (-ENOMEM if
+ * it could not look). O(N): not for every message of a large job. */
 int member_check(const struct member *m, struct errbuf *err);
 
 #endif

@@ -6,6 +6,25 @@
  * from the protocol in member.c because these rules decide what every
  * peer believes and are read and reasoned about on their own; the protocol
  * only asks the table and feeds it updates.
+ *
+ * The table is built to hold 10,000 members without a step that costs
+ * O(N) per message (the simulator runs thousands of peers, each holding
+ * such a table, issue 33; 10,000 of them take 13.4 GB):
+ * - a record is 64 bytes; its address, up to WIRE_ADDR_MAX but mostly
+ *   some 15 characters, is a string of its own that the record owns,
+ *   so the array does not carry 97 mostly empty bytes per record;
+ * - an index by address (open addressing, linear probing, positions + 1,
+ *   at most half full) finds a record in O(1) on average; a record never
+ *   leaves but by member_table_reap, which compacts the array and builds
+ *   the index again, so the index needs no deletion;
+ * - the number of records in each state is kept, so the live count
+ *   (retransmissions, joined, alone) is not a scan;
+ * - records with news (transmits > 0) sit in one list per count of
+ *   transmissions left, oldest first, linked through the records (no
+ *   allocation when news comes or goes), so a message takes the records
+ *   with the most left without looking at the others (member.c
+ *   piggyback).
+ * member_check verifies all of these against the records.
  */
 #ifndef GD_MEMBER_TABLE_H
 #define GD_MEMBER_TABLE_H
@@ -26,17 +45,27 @@
 #define MEMBER_TX_CAP		(MEMBER_HDR + 1 + WIRE_ADDR_MAX + \
 	MEMBER_MSG_MAX_UPDATES * (MEMBER_UPD_HDR + WIRE_ADDR_MAX))
 
+/* 64 bytes: see the top comment. */
 struct mentry {
-	char		addr[WIRE_ADDR_MAX + 1];
+	char		*addr;		/* owned */
 	uint64_t	id;
 	uint64_t	inc;
-	enum member_state state;
 	double		since;
 	double		suspect_deadline;
 	double		last_contact;
-	double		rtt;
-	unsigned	transmits;
-	unsigned	mark;		/* == member.mark: in the message being built */
+	float		rtt;		/* EWMA seconds: a float is plenty */
+	uint32_t	news_prev, news_next;	/* in news[transmits]; NEWS_NONE */
+	uint16_t	transmits;	/* only through member_table_set_transmits */
+	uint8_t		state;		/* enum member_state; member_table_set_state */
+	uint8_t		ordered;	/* in the probe order */
+};
+
+#define NEWS_NONE	UINT32_MAX
+
+/* The records with t transmissions left, linked through news_prev and
+ * news_next, indices into member.e: the first is the one longest there. */
+struct news {
+	uint32_t	first, last;
 };
 
 struct probe {
@@ -78,6 +107,12 @@ struct member {
 	struct rng	rng;
 	struct mentry	*e;		/* e[0] is this peer */
 	size_t		n, cap;
+	uint32_t	*index;		/* by address: position in e + 1; 0 empty */
+	size_t		index_cap;	/* a power of two, >= 2 * cap */
+	unsigned	count[MEMBER_LEFT + 1];	/* records in each state */
+	struct news	*news;		/* news[t]: records with transmits t */
+	size_t		nnews;		/* lists in news */
+	size_t		pending;	/* records with transmits > 0 */
 	size_t		*order;		/* probe order: indices into e */
 	size_t		norder, pos;
 	struct probe	probe;
@@ -86,7 +121,6 @@ struct member {
 	size_t		nseeds;
 	uint32_t	next_seq;
 	size_t		sync_pos;	/* the next SYNC starts at e[1 + sync_pos] */
-	unsigned	mark;
 	unsigned	lh;
 	int		joined;
 	int		leaving;
@@ -104,18 +138,29 @@ struct member {
 	struct member_counters c;
 };
 
+/* Set up the table with this peer's record; free everything it holds. */
+void member_table_init(struct member *m, const char *self_addr, double now);
+void member_table_free(struct member *m);
 struct mentry *member_table_find(struct member *m, const char *addr);
 /* Alive or suspect: a member that takes part. */
 int member_table_live(const struct mentry *e);
 unsigned member_table_live_count(const struct member *m);
 /* Give e's news its full count of retransmissions. */
 void member_table_spread(struct member *m, struct mentry *e);
+void member_table_set_transmits(struct member *m, struct mentry *e, unsigned t);
+/* Drop all news: nobody is left to tell. */
+void member_table_hush(struct member *m);
+/* Only the state and the counts (member_leave); set_state does the rest. */
+void member_table_state(struct member *m, struct mentry *e, enum member_state s);
 void member_table_set_state(struct member *m, struct mentry *e, enum member_state s,
     double now);
 void member_table_order_rebuild(struct member *m);
 /* Forget dead and left records older than MEMBER_REAP_S. */
 void member_table_reap(struct member *m, double now);
-/* Merge one received update into the table. */
-void member_table_apply(struct member *m, const struct member_update *u, double now);
+/* Merge one received update into the table; 1 if it added a record. */
+int member_table_apply(struct member *m, const struct member_update *u, double now);
+/* -EINVAL with what is wrong if the index, the counts, the news lists or
+ * the probe order disagree with the records. */
+int member_table_check(const struct member *m, struct errbuf *err);
 
 #endif

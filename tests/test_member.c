@@ -18,6 +18,7 @@
 #include "check.h"
 #include "log.h"
 #include "member.h"
+#include "member_table.h"	/* MEMBER_REAP_S */
 #include "member_wire.h"
 #include "rng.h"
 #include "simnet.h"
@@ -391,6 +392,110 @@ test_revivals(void)
 	    MEMBER_MSG_MAX_UPDATES);
 }
 
+/* Feed m records first..end-1 in state st at incarnation inc, 512 to a
+ * message; addresses of three lengths, so the index's probe chains mix. */
+static void
+index_feed(struct member *m, int first, int end, enum member_state st, uint64_t inc)
+{
+	static struct member_update u[MEMBER_MSG_MAX_UPDATES];
+	static uint8_t buf[65536];
+	struct member_msg msg;
+	struct errbuf err;
+	int len;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.u = u;
+	while (first < end) {
+		for (msg.n = 0; first < end && msg.n < MEMBER_MSG_MAX_UPDATES; first++, msg.n++) {
+			u[msg.n].state = (uint8_t)st;
+			u[msg.n].id = (uint64_t)first + 100;
+			u[msg.n].incarnation = inc;
+			if (first % 3 == 0)
+				snprintf(u[msg.n].addr, sizeof(u[msg.n].addr), "10.4.%d.%d:7000",
+				    first / 256, first % 256);
+			else if (first % 3 == 1)
+				snprintf(u[msg.n].addr, sizeof(u[msg.n].addr), "p%d:1", first);
+			else
+				snprintf(u[msg.n].addr, sizeof(u[msg.n].addr),
+				    "peer-%d.rack-%d.example.org:7000", first, first % 17);
+		}
+		len = member_msg_encode(MEMBER_T_GOSSIP, &msg, buf, sizeof(buf));
+		REQUIRE(len > 0);
+		member_recv(m, now, u[0].id, u[0].addr, MEMBER_T_GOSSIP, buf, (size_t)len);
+		if (member_check(m, &err) < 0) {
+			fprintf(stderr, "FAIL: %s\n", err.msg);
+			exit(1);
+		}
+	}
+}
+
+static const char *
+index_addr(int i, char *out, size_t len)
+{
+	if (i % 3 == 0)
+		snprintf(out, len, "10.4.%d.%d:7000", i / 256, i % 256);
+	else if (i % 3 == 1)
+		snprintf(out, len, "p%d:1", i);
+	else
+		snprintf(out, len, "peer-%d.rack-%d.example.org:7000", i, i % 17);
+	return out;
+}
+
+/* The table's index by address through growth, reaping and re-adding:
+ * a record it could not find would be added twice (counts, member_check),
+ * and one it found at the wrong place would take another's news
+ * (member_peer_down below suspects exactly the records named). */
+static void
+test_index(void)
+{
+	enum { RECORDS = 5000 };
+	struct member_ops ops = { drop_send, fake_change, NULL };
+	struct member_params p;
+	struct member *m;
+	struct errbuf err;
+	char a[WIRE_ADDR_MAX + 1];
+	double t0 = now;
+	int i, dead = 0, suspect = 0;
+
+	memset(&p, 0, sizeof(p));
+	p.self_addr = "10.4.255.255:7000";
+	p.self_id = 11;
+	p.incarnation = 1;
+	REQUIRE(member_new(&p, &ops, now, &m, &err) == 0);
+	index_feed(m, 0, RECORDS, MEMBER_ALIVE, 1);
+	CHECK(member_count(m, MEMBER_ALIVE) == RECORDS + 1);
+	/* the same news again finds every record: nothing added */
+	index_feed(m, 0, RECORDS, MEMBER_ALIVE, 1);
+	CHECK(member_count(m, MEMBER_ALIVE) == RECORDS + 1);
+	for (i = 0; i < RECORDS; i += 3, dead++)
+		index_feed(m, i, i + 1, MEMBER_DEAD, 1);
+	CHECK(member_count(m, MEMBER_DEAD) == (unsigned)dead);
+	/* past the reaping age the dead go, the others move up */
+	now = t0 + MEMBER_REAP_S + 1;
+	member_tick(m, now);
+	REQUIRE(member_check(m, &err) == 0);
+	CHECKF(member_count(m, MEMBER_DEAD) == 0 && member_list(m, NULL, 0) ==
+	    RECORDS + 1 - (size_t)dead, "%u dead, %zu records after reaping",
+	    member_count(m, MEMBER_DEAD), member_list(m, NULL, 0));
+	for (i = 1; i < RECORDS; i += 7) {
+		if (i % 3 == 0)
+			continue;
+		member_peer_down(m, now, index_addr(i, a, sizeof(a)));
+		suspect++;
+	}
+	REQUIRE(member_check(m, &err) == 0);
+	CHECKF(member_count(m, MEMBER_SUSPECT) == (unsigned)suspect, "%u suspect of %d named",
+	    member_count(m, MEMBER_SUSPECT), suspect);
+	/* the reaped come back at a higher incarnation, the rest refute */
+	index_feed(m, 0, RECORDS, MEMBER_ALIVE, 2);
+	CHECK(member_count(m, MEMBER_ALIVE) == RECORDS + 1);
+	CHECK(member_list(m, NULL, 0) == RECORDS + 1);
+	member_free(m);
+	now = t0;
+	printf("ok: %d records found by address through growth, reaping and return\n",
+	    RECORDS);
+}
+
 /* What a member sent last: its type and updates, decoded. */
 static uint8_t sent_type;
 static struct member_update sent_u[MEMBER_MSG_MAX_UPDATES];
@@ -637,6 +742,7 @@ static const struct check_case cases[] = {
 	{ "member_codec", test_codec },
 	{ "member_revivals", test_revivals },
 	{ "member_sync_turns", test_sync_turns },
+	{ "member_index", test_index },
 	{ "member_scenario", test_scenario },
 	{ "member_rescue", test_rescue },
 	{ NULL, NULL }

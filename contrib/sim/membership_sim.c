@@ -41,9 +41,14 @@
  * one clean leave and --joins, one every --gap-s, each watched until
  * every running peer's view holds it so. Fully deterministic for a seed.
  *
- * Cost: every simulated peer holds its own table (an array of 176-byte
- * records grown by doubling), so memory is about 176 bytes times N times
- * N rounded up to a power of two: 300 MiB at 1,000, some 30 GB at 10,000.
+ * Cost: every simulated peer holds its own table (member_table.h: a
+ * 64-byte record and its address string, 32 bytes from malloc here, in
+ * an array grown by half; an index of 4 bytes a slot, at least twice the
+ * array) and its message buffers, so memory grows as N squared: 253 MiB
+ * at 1,000 peers, 1.3 GiB at 3,000, and 1.34 MB a peer that holds 10,000
+ * records (13.4 GB for 10,000 peers). CPU per peer grows with the
+ * messages' sizes and the start's news, no longer with scans of the
+ * table: README, "Membership at scale", says what the runs took.
  *
  * Prints "key value" lines; contrib/sim/membership.py runs it for several
  * sizes and prints the tables.
