@@ -8,11 +8,15 @@
  *        that format, gossip_values_bytes of them (an error CHUNK: len and
  *        step 0, no values)
  *
+ * Before the format byte a PULL took 24 bytes and a CHUNK carried fp32
+ * only: such peers and these cannot pull from each other (each counts the
+ * other's PULL malformed; the joiner's requests time out).
+ *
  * A request id names the chunk (low 24 bits), the donor (next 8) and the
  * generation of that chunk's requests (high 32), so a late answer to a
  * request already given up on is recognised and dropped. Answers are kept
- * per donor as they arrive and averaged when the chunk's last donor has
- * answered, failed or timed out.
+ * per donor as they arrive, decoded to fp32, and averaged when the chunk's
+ * last donor has answered, failed or timed out.
  *
  * Answers wait in slots, one per chunk asked and not averaged (at most
  * PULL_WINDOW), each with room for every donor's answer, not in a copy

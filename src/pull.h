@@ -9,11 +9,12 @@
  * spread over the job rather than all pulling from one peer), asks every
  * donor for each chunk of at most PULL_CHUNK_FLOATS, PULL_WINDOW chunks at
  * a time, in the job's value format (pull_set_values: the exchanges'
- * --values, int8 by default), and averages the answers chunk by chunk. A donor that fails, refuses, goes down or
- * misses the deadline contributes nothing to a chunk; a chunk nobody
- * answered is asked again from the donors still standing; when every donor
- * has failed, the next pull_members call, PULL_RETRY later, picks others. When every chunk
- * is in, ops->pulled gets the average and the highest step any donor
+ * --values, int8 by default), and averages the answers chunk by chunk. A
+ * donor that fails, refuses, goes down or misses the deadline contributes
+ * nothing to a chunk; a chunk nobody answered is asked again from the
+ * donors still standing; when every donor has failed, the next
+ * pull_members call, PULL_RETRY later, picks others. When every chunk is
+ * in, ops->pulled gets the average and the highest step any donor
  * reported (and with it the learning-rate position).
  *
  * Why average rather than pull disjoint ranges from each donor: peers'
@@ -34,13 +35,14 @@
  * The same pull gives a fresh job one starting model (pull_agree: an
  * attached process's peer, start = agree in gossipd(8)), always in fp32:
  * every peer of the job must hold the very parameters of the peer that
- * started it, not a rounding of them. No member is
- * special beforehand and none decides: a peer whose process attaches
- * pulls from members that already hold a model (they got it the same way,
- * or trained from their own because they came first), and when none of
- * those it asked holds one, the member lowest in address order, which is
- * always among them, starts from its own process's model; every peer
- * reaches that rule on its own from the members it sees live. A peer
+ * started it, not a rounding of them (equal answers average to exactly
+ * their value, see pull.c). No member is special beforehand and none
+ * decides: a peer whose process attaches pulls from members that already
+ * hold a model (they got it the same way, or trained from their own
+ * because they came first), and when none of those it asked holds one,
+ * the member lowest in address order, which is always among them, starts
+ * from its own process's model; every peer reaches that rule on its own
+ * from the members it sees live. A peer
  * alone after the donor wait starts from its own. The others ask again
  * every PULL_RETRY (the lowest's process may still be loading) until
  * the deadline, then start from their own with a warning.
