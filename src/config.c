@@ -80,7 +80,8 @@ static const struct config_key config_keys[] = {
 	{ "mode", 0, "MODE", CT_CHOICE, OFF(mode), 0, 0, NULL, 0,
 	  "exchange %s (default: delta)" },
 	{ "values", 0, "fp32|fp16|int8", CT_ENUM, OFF(values), 0, 0, NULL, 1,
-	  "how exchanged values travel; int8 has one scale per 64 values (default: int8)" },
+	  "how exchanged values and a joiner's pulled model travel; int8 has one scale per 64 "
+	  "values (default: int8)" },
 	{ "density", 0, "X", CT_DOUBLE, OFF(density), 1e-6, 1, NULL, 1,
 	  "saps, delta: fraction of the model one exchange mixes (default: 0.04)" },
 	{ "density_start", 0, "X", CT_DOUBLE, OFF(density_start), 0, 1, NULL, 1,

@@ -314,6 +314,8 @@ static const struct metric_def metric_defs[] = {
 	    "chunks of the model this joiner pulls" },
 	{ "bootstrap", "received", MK_NUMBER, "gossipd_bootstrap_received_chunks", G, NULL,
 	    "chunks of the model received so far" },
+	{ "bootstrap", "bytes", MK_NUMBER, "gossipd_bootstrap_received_bytes_total", C, NULL,
+	    "bytes of model values received from donors in this attempt" },
 	{ "bootstrap", "requests", MK_NUMBER, "gossipd_bootstrap_requests_total", C, NULL,
 	    "chunk requests sent to donors" },
 	{ "bootstrap", "reasked", MK_NUMBER, "gossipd_bootstrap_reasked_total", C, NULL,

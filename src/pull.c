@@ -1,15 +1,22 @@
 /*
  * pull: see pull.h. Layouts (little-endian):
  *
- * PULL   u64 id, u64 off, u64 len
- * CHUNK  u64 id, u64 off, u64 len, u64 step, i32 status, u32 0 | len fp32
- *        (an error CHUNK: len and step 0, no values)
+ * PULL   0 id(u64)  8 off(u64)  16 len(u64)  24 values(u8: the format asked,
+ *        enum gossip_values as in gossip_wire.h)
+ * CHUNK  0 id(u64)  8 off(u64)  16 len(u64)  24 step(u64)  32 status(i32)
+ *        36 values(u8: the format asked)  37 0(3 bytes)  40 len values in
+ *        that format, gossip_values_bytes of them (an error CHUNK: len and
+ *        step 0, no values)
+ *
+ * Before the format byte a PULL took 24 bytes and a CHUNK carried fp32
+ * only: such peers and these cannot pull from each other (each counts the
+ * other's PULL malformed; the joiner's requests time out).
  *
  * A request id names the chunk (low 24 bits), the donor (next 8) and the
  * generation of that chunk's requests (high 32), so a late answer to a
  * request already given up on is recognised and dropped. Answers are kept
- * per donor as they arrive and averaged when the chunk's last donor has
- * answered, failed or timed out.
+ * per donor as they arrive, decoded to fp32, and averaged when the chunk's
+ * last donor has answered, failed or timed out.
  *
  * Answers wait in slots, one per chunk asked and not averaged (at most
  * PULL_WINDOW), each with room for every donor's answer, not in a copy
@@ -37,6 +44,7 @@
 #include <sodium.h>
 
 #include "gossip.h"
+#include "gossip_wire.h"
 #include "log.h"
 #include "wire.h"
 
@@ -84,6 +92,8 @@ struct pull_join {
 	int failed;
 	int nomodel;              /* donors out for holding no model yet */
 	int lowest;               /* start agreement: no live member is below us */
+	enum gossip_values fmt;   /* every chunk of this attempt is asked in it */
+	uint64_t bytes;           /* of values in the answers taken */
 	uint64_t requests, reasks, refused, timeouts, stale, malformed;
 	uint64_t rejected[GOSSIP_REFUSE_N];
 };
@@ -92,6 +102,7 @@ struct pull {
 	struct model *m;
 	double timeout;
 	struct pull_ops ops;
+	enum gossip_values values; /* a joiner asks for (pull_set_values) */
 	int joining;              /* no model yet: pull before serving */
 	int ready;                /* holds the job's model: may serve it */
 	double first_seen;        /* when a joiner first knew a member; < 0 not yet */
@@ -107,7 +118,10 @@ struct pull {
 	double agree_timeout;
 	char self[WIRE_ADDR_MAX + 1];
 	struct pull_join *join;   /* the attempt running, if any */
-	uint8_t *wire;            /* the donor's CHUNK */
+	/* The donor's CHUNK, and the slice it gathers before encoding it,
+	 * each with room for wcap values in fp32. */
+	uint8_t *wire;
+	float *slice;
 	size_t wcap;
 	uint64_t served, malformed, stale, own_nonfinite;
 };
@@ -118,16 +132,18 @@ pull_req_encode(uint8_t out[PULL_REQ_SIZE], const struct pull_req *r)
 	wire_put_u64(out, r->id);
 	wire_put_u64(out + 8, r->off);
 	wire_put_u64(out + 16, r->len);
+	out[24] = (uint8_t)r->fmt;
 }
 
 int
 pull_req_decode(const uint8_t *buf, size_t len, struct pull_req *r)
 {
-	if (len != PULL_REQ_SIZE)
+	if (len != PULL_REQ_SIZE || buf[24] >= GOSSIP_VALUES_N)
 		return -EBADMSG;
 	r->id = wire_get_u64(buf);
 	r->off = wire_get_u64(buf + 8);
 	r->len = wire_get_u64(buf + 16);
+	r->fmt = (enum gossip_values)buf[24];
 	return 0;
 }
 
@@ -141,13 +157,14 @@ pull_chunk_decode(const uint8_t *buf, size_t len, struct pull_chunk *c)
 	c->len = wire_get_u64(buf + 16);
 	c->step = wire_get_u64(buf + 24);
 	c->status = (int32_t)wire_get_u32(buf + 32);
+	c->fmt = (enum gossip_values)buf[36];
 	c->values = buf + PULL_CHUNK_HEADER;
-	if (c->status > 0)
+	if (c->status > 0 || buf[36] >= GOSSIP_VALUES_N)
 		return -EBADMSG;
 	if (c->status < 0)
 		return len == PULL_CHUNK_HEADER ? 0 : -EBADMSG;
 	if (c->len == 0 || c->len > PULL_CHUNK_FLOATS ||
-	    len != PULL_CHUNK_HEADER + c->len * sizeof(float))
+	    len != PULL_CHUNK_HEADER + gossip_values_bytes(c->fmt, c->len))
 		return -EBADMSG;
 	return 0;
 }
@@ -190,6 +207,7 @@ pull_free(struct pull *p)
 		return;
 	pull_join_free(p->join);
 	free(p->wire);
+	free(p->slice);
 	free(p);
 }
 
@@ -197,6 +215,12 @@ void
 pull_set_timeout(struct pull *p, double timeout)
 {
 	p->timeout = timeout;
+}
+
+void
+pull_set_values(struct pull *p, enum gossip_values fmt)
+{
+	p->values = fmt;
 }
 
 void
@@ -238,22 +262,27 @@ pull_serve_error(struct pull *p, const char *to, const struct pull_req *r, int s
 	wire_put_u64(e, r->id);
 	wire_put_u64(e + 8, r->off);
 	wire_put_u32(e + 32, (uint32_t)status);
+	e[36] = (uint8_t)r->fmt;
 	p->ops.send(p->ops.arg, to, PULL_T_CHUNK, e, sizeof(e), NULL, NULL);
 }
 
-/* Grow the CHUNK buffer to n values; it stays for the next request. */
+/* Grow the CHUNK buffers to n values (fp32, the widest format); they
+ * stay for the next request. */
 static int
 pull_reserve(struct pull *p, size_t n)
 {
-	size_t want = PULL_CHUNK_HEADER + n * sizeof(float);
 	uint8_t *w;
+	float *f;
 
-	if (want <= p->wcap)
+	if (n <= p->wcap)
 		return 0;
-	if ((w = realloc(p->wire, want)) == NULL)
+	if ((w = realloc(p->wire, PULL_CHUNK_HEADER + n * sizeof(float))) == NULL)
 		return -ENOMEM;
 	p->wire = w;
-	p->wcap = want;
+	if ((f = realloc(p->slice, n * sizeof(float))) == NULL)
+		return -ENOMEM;
+	p->slice = f;
+	p->wcap = n;
 	return 0;
 }
 
@@ -263,7 +292,6 @@ pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
 {
 	struct model_range range;
 	struct pull_req r;
-	float *v;
 	int status = 0;
 
 	if (pull_req_decode(buf, len, &r) < 0) {
@@ -280,11 +308,10 @@ pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
 	else
 		status = pull_reserve(p, r.len);
 	if (status == 0) {
-		v = (float *)(p->wire + PULL_CHUNK_HEADER);
 		range = (struct model_range){ r.off, r.len };
-		status = model_gather(p->m, &range, 1, v);
+		status = model_gather(p->m, &range, 1, p->slice);
 		/* A joiner must not start from our divergence. */
-		if (status == 0 && !gossip_finite(v, r.len)) {
+		if (status == 0 && !gossip_finite(p->slice, r.len)) {
 			p->own_nonfinite++;
 			status = -EDOM;
 		}
@@ -298,8 +325,10 @@ pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
 	wire_put_u64(p->wire + 8, r.off);
 	wire_put_u64(p->wire + 16, r.len);
 	wire_put_u64(p->wire + 24, p->ops.step(p->ops.arg));
+	p->wire[36] = (uint8_t)r.fmt;
+	gossip_values_put(p->wire + PULL_CHUNK_HEADER, p->slice, r.len, r.fmt);
 	p->ops.send(p->ops.arg, from, PULL_T_CHUNK, p->wire,
-	    PULL_CHUNK_HEADER + r.len * sizeof(float), NULL, NULL);
+	    PULL_CHUNK_HEADER + gossip_values_bytes(r.fmt, r.len), NULL, NULL);
 	p->served++;
 }
 
@@ -325,7 +354,7 @@ pull_ask(struct pull *p, size_t ci, double now)
 	c->deadline = now + p->timeout;
 	for (int di = 0; di < j->ndonors; di++) {
 		struct pull_req r = { (uint64_t)c->gen << 32 | (uint64_t)di << 24 | ci, c->off,
-		    c->len };
+		    c->len, j->fmt };
 
 		c->ask[di] = ASK_NONE;
 		if (j->donors[di].failed)
@@ -441,8 +470,8 @@ pull_settle(struct pull *p, size_t ci, double now)
 {
 	struct pull_join *j = p->join;
 	struct pull_slice *c = &j->chunks[ci];
-	int far[PULL_MAX_DONORS], nfar;
-	float inv;
+	const float *in[PULL_MAX_DONORS];
+	int far[PULL_MAX_DONORS], nfar, nin = 0;
 
 	for (int di = 0; di < j->ndonors; di++) {
 		if (c->ask[di] == ASK_PENDING)
@@ -454,15 +483,20 @@ pull_settle(struct pull *p, size_t ci, double now)
 		return;
 	}
 	nfar = pull_vet(j, c, far);
-	inv = 1.0f / (float)c->answers;
-	memset(j->x + c->off, 0, c->len * sizeof(float));
 	for (int di = 0; di < j->ndonors; di++) {
-		const float *v = pull_answer(j, c, di);
+		if (c->ask[di] == ASK_ANSWERED)
+			in[nin++] = pull_answer(j, c, di);
+	}
+	/* Summed in double and divided once: equal answers (a start
+	 * agreement's donors all hold the starter's model) average to
+	 * exactly their value, which summing each times 1/n in float missed
+	 * by an ulp in a third of the parameters when three answered. */
+	for (size_t i = 0; i < c->len; i++) {
+		double sum = 0;
 
-		if (c->ask[di] != ASK_ANSWERED)
-			continue;
-		for (size_t i = 0; i < c->len; i++)
-			j->x[c->off + i] += v[i] * inv;
+		for (int k = 0; k < nin; k++)
+			sum += in[k][i];
+		j->x[c->off + i] = (float)(sum / nin);
 	}
 	c->have = 1;
 	j->have++;
@@ -513,6 +547,8 @@ pull_start(struct pull *p, double now, const char *const *live, size_t n)
 		goto out;
 	for (int i = 0; i < j->nfree; i++)
 		j->free_slots[i] = i;
+	/* The agreement's starting model is the starter's, exactly. */
+	j->fmt = p->agree ? GOSSIP_FP32 : p->values;
 	for (size_t i = 0; i < j->nchunks; i++) {
 		j->chunks[i].off = i * PULL_CHUNK_FLOATS;
 		j->chunks[i].len = i + 1 < j->nchunks ? PULL_CHUNK_FLOATS :
@@ -743,13 +779,14 @@ pull_take(struct pull *p, double now, const char *from, const uint8_t *buf, size
 		j->nomodel++;
 		c->ask[di] = ASK_FAILED;
 		pull_donor_fail(p, di, now);
-	} else if (gc.status < 0 || gc.off != c->off || gc.len != c->len) {
+	} else if (gc.status < 0 || gc.off != c->off || gc.len != c->len || gc.fmt != j->fmt) {
 		j->refused++;
 		c->ask[di] = ASK_FAILED;
 	} else {
 		float *v = pull_answer(j, c, di);
 
-		memcpy(v, gc.values, c->len * sizeof(float));
+		gossip_values_get(v, gc.values, c->len, gc.fmt);
+		j->bytes += gossip_values_bytes(gc.fmt, c->len);
 		if (!gossip_finite(v, c->len)) {
 			/* Out first, so that asking the chunk again skips it. */
 			c->ask[di] = ASK_FAILED;
@@ -847,8 +884,9 @@ pull_join_json(const struct pull_join *j)
 		json_object_set_new(rej, gossip_refusal_name((enum gossip_refusal)i),
 		    json_integer((json_int_t)j->rejected[i]));
 	return json_pack(
-	    "{s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "donors", donors,
-	    "rejected", rej,
+	    "{s:o, s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "donors",
+	    donors, "rejected", rej, "values", gossip_values_name(j->fmt),
+	    "bytes", (json_int_t)j->bytes,
 	    "chunks", (json_int_t)j->nchunks, "received", (json_int_t)j->have,
 	    "requests", (json_int_t)j->requests, "reasked", (json_int_t)j->reasks,
 	    "refused", (json_int_t)j->refused, "timeouts", (json_int_t)j->timeouts,

@@ -8,18 +8,24 @@
  * donors at random among the live members (so joiners arriving together
  * spread over the job rather than all pulling from one peer), asks every
  * donor for each chunk of at most PULL_CHUNK_FLOATS, PULL_WINDOW chunks at
- * a time, and averages the answers chunk by chunk. A donor that fails, refuses, goes down or
- * misses the deadline contributes nothing to a chunk; a chunk nobody
- * answered is asked again from the donors still standing; when every donor
- * has failed, the next pull_members call, PULL_RETRY later, picks others. When every chunk
- * is in, ops->pulled gets the average and the highest step any donor
+ * a time, in the job's value format (pull_set_values: the exchanges'
+ * --values, int8 by default), and averages the answers chunk by chunk. A
+ * donor that fails, refuses, goes down or misses the deadline contributes
+ * nothing to a chunk; a chunk nobody answered is asked again from the
+ * donors still standing; when every donor has failed, the next
+ * pull_members call, PULL_RETRY later, picks others. When every chunk is
+ * in, ops->pulled gets the average and the highest step any donor
  * reported (and with it the learning-rate position).
  *
  * Why average rather than pull disjoint ranges from each donor: peers'
  * models differ (at 1% density by ~40% of the weights' RMS), and a model
  * stitched from disjoint pieces of three of them scored ~3 points below
  * its donors, while their average scores within half a point. It costs
- * the donors' count times the model in traffic, once per join.
+ * the donors' count times the model in traffic, once per join, in the
+ * job's value format: from three donors in int8 (one fp32 scale per 64
+ * values) 0.80 times the model in fp32, rather than three times. The
+ * quantisation error, ~1/254 of a 64-value block's largest magnitude and
+ * averaged over the donors, is far below the donors' disagreement.
  *
  * A donor is dropped (the others make up for it, as for one that is gone)
  * when a chunk of its holds a non-finite value or lies far from the
@@ -27,13 +33,16 @@
  * serves values of its own that are not finite.
  *
  * The same pull gives a fresh job one starting model (pull_agree: an
- * attached process's peer, start = agree in gossipd(8)). No member is
- * special beforehand and none decides: a peer whose process attaches
- * pulls from members that already hold a model (they got it the same way,
- * or trained from their own because they came first), and when none of
- * those it asked holds one, the member lowest in address order, which is
- * always among them, starts from its own process's model; every peer
- * reaches that rule on its own from the members it sees live. A peer
+ * attached process's peer, start = agree in gossipd(8)), always in fp32:
+ * every peer of the job must hold the very parameters of the peer that
+ * started it, not a rounding of them (equal answers average to exactly
+ * their value, see pull.c). No member is special beforehand and none
+ * decides: a peer whose process attaches pulls from members that already
+ * hold a model (they got it the same way, or trained from their own
+ * because they came first), and when none of those it asked holds one,
+ * the member lowest in address order, which is always among them, starts
+ * from its own process's model; every peer reaches that rule on its own
+ * from the members it sees live. A peer
  * alone after the donor wait starts from its own. The others ask again
  * every PULL_RETRY (the lowest's process may still be loading) until
  * the deadline, then start from their own with a warning.
@@ -63,6 +72,7 @@
 
 #include <jansson.h>
 
+#include "kinds.h"	/* enum gossip_values */
 #include "model.h"
 #include "proto.h"
 
@@ -92,7 +102,7 @@ extern const struct proto pull_proto;
  * pass while the donors still served the first: they were asked again,
  * and the late answers were wasted. */
 #define PULL_WINDOW		32
-#define PULL_REQ_SIZE		24
+#define PULL_REQ_SIZE		25
 #define PULL_CHUNK_HEADER	40
 
 struct pull_ops {
@@ -124,6 +134,11 @@ int pull_new(struct model *m, double timeout, int joining, const struct pull_ops
 void pull_free(struct pull *p);
 /* Applies to chunk requests sent from now on. */
 void pull_set_timeout(struct pull *p, double timeout);
+/* The format a joiner into a running job asks its donors for, from its
+ * next attempt on (an attempt's chunks all come in one); fp32, the
+ * default, until set. A start agreement asks for fp32 whatever this says
+ * (see top). */
+void pull_set_values(struct pull *p, enum gossip_values fmt);
 /* A joiner gives up after knowing no live member for secs (see top);
  * 0, the default, waits forever. */
 void pull_set_wait(struct pull *p, double secs);
@@ -152,16 +167,19 @@ double pull_tick(struct pull *p, double now);
 /* Add "pull": {donor counters} and, while a pull runs, "bootstrap". */
 int pull_stats_json(const struct pull *p, json_t *obj);
 
-/* The codec. A PULL asks for [off, off+len) under a request id; a CHUNK
- * answers with the values (little-endian fp32, pointing into buf) or a
- * negative errno. Decoders return 0 or -EBADMSG. */
+/* The codec. A PULL asks for [off, off+len) in a value format under a
+ * request id; a CHUNK answers with the values in that format
+ * (gossip_values_get reads them, pointing into buf) or a negative errno.
+ * Decoders return 0 or -EBADMSG, for an unknown format too. */
 struct pull_req {
 	uint64_t id, off, len;
+	enum gossip_values fmt;
 };
 struct pull_chunk {
 	uint64_t id, off, len, step;
 	int status;               /* 0 served, else a negative errno */
-	const uint8_t *values;
+	enum gossip_values fmt;
+	const uint8_t *values;    /* gossip_values_bytes(fmt, len) of them */
 };
 void pull_req_encode(uint8_t out[PULL_REQ_SIZE], const struct pull_req *r);
 int pull_req_decode(const uint8_t *buf, size_t len, struct pull_req *r);

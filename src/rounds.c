@@ -491,6 +491,7 @@ rounds_apply_params(struct rounds *r, double now)
 	gossip_set_params(r->gossip, &gp);
 	select_set_params(r->select, &sp);
 	pull_set_timeout(r->pull, c->exchange_timeout);
+	pull_set_values(r->pull, c->values);
 	if (c->lag == 0)
 		rounds_let_go(r);
 	rounds_schedule(r, now);
@@ -548,6 +549,10 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 	rounds_set_ready(r, !joining && m->d > 0);
 	/* The same patience as a start agreement's for a member's model. */
 	pull_set_wait(r->pull, cfg->start_timeout);
+	/* A joiner's donors send the exchanges' format (pull.h: in int8 a
+	 * quarter of fp32's bytes); a change through the control socket
+	 * reaches it by rounds_apply_params, as it reaches the exchanges. */
+	pull_set_values(r->pull, cfg->values);
 	*out = r;
 	return 0;
 }

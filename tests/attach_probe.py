@@ -2,10 +2,11 @@
 """The attach tests' probe: attaches a fresh contrib/examples/torch_cnn.py
 CNN (initialised unlike the job's) to a peer, looks at what it got, and
 detaches without training. Prints one JSON line:
-{"fresh":..., "step":..., "accuracy":..., "same":..., "mean_err":...}
+{"fresh":..., "step":..., "accuracy":..., "same":..., "mean_err":..., "mean_err_int8":...}
 ("same": whether the values equal those saved by --save earlier, with
 --same; "mean_err": their largest distance from the mean of two saved
-ones, with --mean), or with
+ones, with --mean, and "mean_err_int8" that distance in units of the
+int8 rounding of a pull, at most 1 for a pulled average), or with
 --refused, {"refused": "<the daemon's reason>"}. Exits 1 when attach did
 not do what was expected.
 
@@ -56,8 +57,17 @@ def main():
     if args.same:
         out["same"] = torch.equal(values, torch.load(args.same))
     if args.mean:
-        mean = (torch.load(args.mean[0]) + torch.load(args.mean[1])) / 2
+        a, b = torch.load(args.mean[0]), torch.load(args.mean[1])
+        mean = (a + b) / 2
         out["mean_err"] = (values - mean).abs().max().item()
+        # Donors send int8 (--values' default): each value within 1/254 of
+        # the largest magnitude of its 64-value block, which lies within 63
+        # places of it whatever the blocks' alignment here.
+        def near_max(x):
+            return torch.nn.functional.max_pool1d(x.abs().view(1, 1, -1), 127, stride=1,
+                                                  padding=63).view(-1)
+        bound = (near_max(a) + near_max(b)) / 2 / 254 + 1e-6
+        out["mean_err_int8"] = ((values - mean).abs() / bound).max().item()
     print(json.dumps(out))
     return 0
 

@@ -3,7 +3,8 @@
  * model (3-5-3, d = 38 parameters, one chunk, cpu backend), reset to the
  * same values for every input. Input: one flags byte (bit 0: this peer
  * is a joiner, still pulling; bits 1-2: how many of the members
- * 10.0.0.1:1 .. 10.0.0.3:3 are live and shown to it), then records
+ * 10.0.0.1:1 .. 10.0.0.3:3 are live and shown to it; bits 3-4 modulo 3:
+ * the value format it asks for, enum gossip_values), then records
  *	u8 type (82 + n % 2), u8 flags (bits 0-1: the sender, 10.0.0.N:N
  *	with N = 1 + n, 4 being no member; bit 2: patch the id of the last
  *	PULL sent to the sender into bytes 0..7, so a CHUNK can match; bit 3:
@@ -81,6 +82,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	flags = fuzz_u8(&in);
 	if (pull_new(model, 1.0, flags & 1, &ops, &p) != 0)
 		abort();
+	pull_set_values(p, (enum gossip_values)((flags >> 3 & 3) % GOSSIP_VALUES_N));
 	for (int i = 0; i < (flags >> 1 & 3); i++)
 		live[nlive++] = addrs[i];
 	pull_members(p, now, live, nlive);

@@ -173,20 +173,40 @@ def prec(typ, f, msg, dt=1):
     return struct.pack("<BBH", typ - 82, f, len(msg)) + msg + bytes([dt])
 
 
-def chunk(n, status=0, off=0, scale=1.0):
-    return struct.pack("<QQQQiI", 0, off, n if status == 0 else 0, 5, status, 0) + \
-        (struct.pack("<%df" % n, *[scale * (i + 1) / n for i in range(n)]) if status == 0
-         else b"")
+def pull(ident, off, n, fmt=0):
+    return struct.pack("<QQQB", ident, off, n, fmt)
 
 
-# A donor serves a slice, refuses one past the end, and one too long.
-put("pull", "serve", b"\x00" + prec(82, 0, struct.pack("<QQQ", 1, 0, 38)) +
-    prec(82, 1, struct.pack("<QQQ", 2, 30, 100)) +
-    prec(82, 3, struct.pack("<QQQ", 3, 0, 1 << 20)))
+# values in fp32 (fmt 0) or int8 (2: per 64 values an f32 scale, then int8)
+def chunk(n, status=0, off=0, scale=1.0, fmt=0):
+    head = struct.pack("<QQQQiB3x", 0, off, n if status == 0 else 0, 5, status, fmt)
+    if status != 0:
+        return head
+    v = [scale * (i + 1) / n for i in range(n)]
+    if fmt == 0:
+        return head + struct.pack("<%df" % n, *v)
+    out = b""
+    for b in range(0, n, 64):
+        blk = v[b:b + 64]
+        s = max(abs(x) for x in blk) / 127
+        out += struct.pack("<f", s) + bytes((round(x / s) & 0xff) for x in blk)
+    return head + out
+
+
+# A donor serves a slice, refuses one past the end, and one too long; then
+# a slice in int8 and one in fp16.
+put("pull", "serve", b"\x00" + prec(82, 0, pull(1, 0, 38)) +
+    prec(82, 1, pull(2, 30, 100)) + prec(82, 3, pull(3, 0, 1 << 20)) +
+    prec(82, 0, pull(4, 0, 38, 2)) + prec(82, 1, pull(5, 0, 38, 1)))
 # A joiner shown three members: every donor answers its PULL (the id
 # patched in), the second with an error; then it serves.
 put("pull", "join", b"\x07" + prec(83, 4 | 0, chunk(38)) + prec(83, 4 | 1, chunk(0, -11)) +
-    prec(83, 4 | 2, chunk(38, scale=1.1)) + prec(82, 0, struct.pack("<QQQ", 1, 0, 38)))
+    prec(83, 4 | 2, chunk(38, scale=1.1)) + prec(82, 0, pull(1, 0, 38)))
+# The same joiner asking for int8 (flags bits 3-4 = 2): two donors answer
+# in it, the third in fp32, which it did not ask for.
+put("pull", "join-int8", b"\x17" + prec(83, 4 | 0, chunk(38, fmt=2)) +
+    prec(83, 4 | 1, chunk(38, scale=1.1, fmt=2)) + prec(83, 4 | 2, chunk(38)) +
+    prec(82, 0, pull(1, 0, 38, 2)))
 # One member shown, after the donor wait; the daemon refuses the model once.
 put("pull", "join-refused", b"\x03" + prec(83, 16, b"", dt=120) + prec(83, 4 | 16, chunk(38)) +
     prec(83, 0, b"", dt=1) + prec(83, 4, chunk(38)))
