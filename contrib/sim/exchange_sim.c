@@ -67,8 +67,9 @@
  *   exchanges with them time out, and select backs off) and stay in every
  *   live list for --detect-s (membership_sim: about 3 s), while as many
  *   fresh peers pull the model: the average of up to PULL_MAX_DONORS
- *   running peers, the whole model in fp32 from each over its link
- *   (pull.h), listed and training once the slowest donor is done.
+ *   running peers, the whole model in the job's value format (--values)
+ *   from each over its link (pull.h), listed and training once the
+ *   slowest donor is done.
  *
  * Not modelled: the membership protocol (every peer knows every other
  * from the start, and a change reaches every list at once; its timing is
@@ -641,7 +642,7 @@ sim_on_reply(int i)
 
 /* --churn: kill a share of the running peers, and as many joiners pull
  * the model from up to PULL_MAX_DONORS of the others: each donor sends
- * the whole --wire-d model in fp32 over its link, and the joiner takes
+ * the whole --wire-d model in --values over its link, and the joiner takes
  * their average (pull.h); it starts training, listed by all, once the
  * slowest donor is done. Donors are drawn among the running peers (in
  * the daemon, a crashed one not yet noticed may be drawn too). */
@@ -659,6 +660,8 @@ sim_churn(void)
 		peers[v].st = SIM_DEAD;
 		tally.killed++;
 	}
+	double model = (double)gossip_values_bytes(opt.values, (size_t)opt.wire_d);
+
 	for (int j = opt.n; j < opt.n + kills; j++) {
 		struct sim_peer *p = &peers[j];
 		double end = 0;
@@ -671,8 +674,8 @@ sim_churn(void)
 			if (dup || peers[d].st != SIM_UP)
 				continue;
 			p->donors[p->ndonors++] = d;
-			end = fmax(end, 2 * sim_latency(d, j) + 4 * opt.wire_d / sim_bandwidth(d, j));
-			tally.pull_bytes += (uint64_t)(4 * opt.wire_d);
+			end = fmax(end, 2 * sim_latency(d, j) + model / sim_bandwidth(d, j));
+			tally.pull_bytes += (uint64_t)model;
 		}
 		tally.pull_max_s = fmax(tally.pull_max_s, end);
 		sim_ev_push(SIM_PULLED, now + end, j);
