@@ -110,6 +110,7 @@
 #include "rng.h"
 #include "rounds.h"
 #include "select.h"
+#include "simq.h"
 #include "util.h"
 #include "wire.h"
 
@@ -199,8 +200,7 @@ static struct rng srng;
 static double now;
 static size_t kval;		/* values per exchange on the simulated vector */
 
-static struct sim_ev *evh;
-static size_t nev, capev;
+static struct simq evq;
 static uint64_t ev_seq, events;
 
 static struct {
@@ -214,8 +214,10 @@ static struct {
 /* --- the event queue ----------------------------------------------------- */
 
 static int
-sim_ev_before(const struct sim_ev *a, const struct sim_ev *b)
+sim_ev_before(const void *x, const void *y)
 {
+	const struct sim_ev *a = x, *b = y;
+
 	return a->at < b->at || (a->at == b->at && a->seq < b->seq);
 }
 
@@ -223,36 +225,8 @@ static void
 sim_ev_push(enum sim_ekind kind, double at, int peer)
 {
 	struct sim_ev e = { at, ev_seq++, kind, peer };
-	size_t i;
 
-	if (nev == capev) {
-		capev = capev ? capev * 2 : 1024;
-		evh = xrealloc(evh, capev, sizeof(*evh));
-	}
-	i = nev++;
-	while (i > 0 && sim_ev_before(&e, &evh[(i - 1) / 2])) {
-		evh[i] = evh[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	evh[i] = e;
-}
-
-static struct sim_ev
-sim_ev_pop(void)
-{
-	struct sim_ev top = evh[0], last = evh[--nev];
-	size_t i = 0, c;
-
-	while ((c = 2 * i + 1) < nev) {
-		if (c + 1 < nev && sim_ev_before(&evh[c + 1], &evh[c]))
-			c++;
-		if (!sim_ev_before(&evh[c], &last))
-			break;
-		evh[i] = evh[c];
-		i = c;
-	}
-	evh[i] = last;
-	return top;
+	simq_push(&evq, &e);
 }
 
 /* --- randomness ---------------------------------------------------------- */
@@ -830,9 +804,11 @@ sim_run(void)
 		fprintf(f, "# t_s consensus_distance relative exchanges_per_peer"
 		    " daemon_distance\n");
 	for (next = 0;; next += opt.sample) {
-		while (nev > 0 && evh[0].at <= next) {
-			struct sim_ev e = sim_ev_pop();
+		while (simq_peek(&evq) != NULL &&
+		    ((const struct sim_ev *)simq_peek(&evq))->at <= next) {
+			struct sim_ev e;
 
+			simq_pop(&evq, &e);
 			now = e.at;
 			events++;
 			sim_event(&e);
@@ -1197,6 +1173,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	rng_init(&srng, opt.seed, "exchange_sim", 0, 0);
+	simq_init(&evq, sizeof(struct sim_ev), sim_ev_before);
 	randombytes_set_implementation(&sim_rb);
 	sim_setup();
 	rc = sim_run();
@@ -1214,7 +1191,7 @@ main(int argc, char **argv)
 	free(pos);
 	free(shown);
 	free(dir);
-	free(evh);
+	simq_free(&evq);
 	rng_clear(&srng);
 	return rc < 0 ? 1 : 0;
 }

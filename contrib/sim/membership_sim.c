@@ -66,6 +66,7 @@
 #include "log.h"
 #include "member.h"
 #include "rng.h"
+#include "simq.h"
 #include "transport.h"
 #include "util.h"
 #include "wire.h"
@@ -152,8 +153,7 @@ static double now;
 static struct rng srng;
 static double site_lat[SIM_MAX_SITES][SIM_MAX_SITES];
 
-static struct sim_ev **evh;
-static size_t nev, capev;
+static struct simq evq;
 static uint64_t ev_seq, events;
 static size_t *tq;			/* timer heap of node indices */
 
@@ -167,46 +167,37 @@ static double false_from = INFINITY;	/* counted from agreement on */
 
 /* --- queues -------------------------------------------------------------- */
 
+/* Elements are pointers to events (their sizes vary with the message). */
 static int
-sim_ev_before(const struct sim_ev *a, const struct sim_ev *b)
+sim_ev_before(const void *x, const void *y)
 {
+	const struct sim_ev *a = *(struct sim_ev *const *)x, *b = *(struct sim_ev *const *)y;
+
 	return a->at < b->at || (a->at == b->at && a->seq < b->seq);
 }
 
 static void
 sim_ev_push(struct sim_ev *e)
 {
-	size_t i;
-
-	if (nev == capev) {
-		capev = capev ? capev * 2 : 4096;
-		evh = xrealloc(evh, capev, sizeof(*evh));
-	}
 	e->seq = ev_seq++;
-	i = nev++;
-	while (i > 0 && sim_ev_before(e, evh[(i - 1) / 2])) {
-		evh[i] = evh[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	evh[i] = e;
+	simq_push(&evq, &e);
 }
 
 static struct sim_ev *
 sim_ev_pop(void)
 {
-	struct sim_ev *top = evh[0], *last = evh[--nev];
-	size_t i = 0, c;
+	struct sim_ev *e;
 
-	while ((c = 2 * i + 1) < nev) {
-		if (c + 1 < nev && sim_ev_before(evh[c + 1], evh[c]))
-			c++;
-		if (!sim_ev_before(evh[c], last))
-			break;
-		evh[i] = evh[c];
-		i = c;
-	}
-	evh[i] = last;
-	return top;
+	simq_pop(&evq, &e);
+	return e;
+}
+
+static double
+sim_ev_next_at(void)
+{
+	const void *top = simq_peek(&evq);
+
+	return top != NULL ? (*(struct sim_ev *const *)top)->at : INFINITY;
 }
 
 static struct sim_ev *
@@ -504,7 +495,7 @@ static void
 sim_run_until(double t)
 {
 	for (;;) {
-		double te = nev > 0 ? evh[0]->at : INFINITY;
+		double te = sim_ev_next_at();
 		double tt = nodes[tq[0]].at;
 
 		if (te > t && tt > t)
@@ -924,6 +915,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	log_set_level(LOG_ERROR);
+	simq_init(&evq, sizeof(struct sim_ev *), sim_ev_before);
 	rng_init(&srng, opt.seed, "membership_sim", 0, 0);
 	for (int a = 0; a < opt.sites; a++)
 		for (int b = 0; b <= a; b++)
@@ -947,9 +939,9 @@ main(int argc, char **argv)
 		member_free(nodes[k].m);
 	for (int i = 0; i < nwatches; i++)
 		free(watches[i].view);
-	while (nev > 0)
+	while (simq_peek(&evq) != NULL)
 		free(sim_ev_pop());
-	free(evh);
+	simq_free(&evq);
 	free(tq);
 	free(watches);
 	free(nodes);
