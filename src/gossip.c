@@ -64,6 +64,8 @@ struct gossip {
 	double distance, distance_rel;
 	uint64_t partner_step;    /* the step of the latest OK REPLY */
 	uint64_t initiated, ok, busy_in, failed, timeouts, served, busy_out, refused;
+	uint64_t gone;            /* failed by gossip_partner_down */
+	int partner_gone;         /* this exchange's partner is known gone */
 	uint64_t bad_mask;	/* requests whose mask parameters cannot build */
 	uint64_t malformed;
 	uint64_t rejected[GOSSIP_REFUSE_N];
@@ -522,6 +524,7 @@ gossip_start(struct gossip *g, double now, const char *addr)
 	g->nonce = nonce;
 	g->start = now;
 	g->deadline = now + g->p.timeout;
+	g->partner_gone = 0;
 	g->req_bytes = len;
 	g->active = 1;
 	g->initiated++;
@@ -739,13 +742,27 @@ gossip_tick(struct gossip *g, double now)
 	if (!g->active)
 		return -1;
 	if (now >= g->deadline) {
-		log_debug("gossip: exchange with %s timed out", g->addr);
-		g->timeouts++;
+		log_debug("gossip: exchange with %s %s", g->addr, g->partner_gone ?
+		    "failed: the partner is gone" : "timed out");
+		if (g->partner_gone)
+			g->gone++;
+		else
+			g->timeouts++;
 		g->failed++;
 		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes);
 	}
 	/* The done callback may have started the next exchange already. */
 	return g->active ? g->deadline : -1;
+}
+
+void
+gossip_partner_down(struct gossip *g, double now, const char *addr)
+{
+	if (!g->active || strcmp(g->addr, addr) != 0)
+		return;
+	g->partner_gone = 1;
+	if (g->deadline > now)
+		g->deadline = now;
 }
 
 int
@@ -757,13 +774,14 @@ gossip_stats_json(const struct gossip *g, json_t *obj)
 		json_object_set_new(rej, gossip_refusal_names[i], json_integer((json_int_t)
 		    g->rejected[i]));
 	o = json_pack(
-	    "{s:s, s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+	    "{s:s, s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
 	    "mode", gossip_mode_name(g->p.mode), "values", gossip_values_name(g->p.values),
 	    "density", g->p.density, "block", (int)g->p.block,
 	    "initiated", (json_int_t)g->initiated, "completed", (json_int_t)g->ok,
 	    "served", (json_int_t)g->served, "busy_received", (json_int_t)g->busy_in,
 	    "busy_sent", (json_int_t)g->busy_out, "failed", (json_int_t)g->failed,
-	    "timeouts", (json_int_t)g->timeouts, "refused", (json_int_t)g->refused,
+	    "timeouts", (json_int_t)g->timeouts, "partner_gone", (json_int_t)g->gone,
+	    "refused", (json_int_t)g->refused,
 	    "malformed", (json_int_t)g->malformed, "bad_mask", (json_int_t)g->bad_mask,
 	    "consensus_distance", util_json_real(g->distance));
 	if (o == NULL) {

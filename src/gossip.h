@@ -152,6 +152,14 @@ void gossip_recv(struct gossip *g, double now, const char *from, uint8_t type,
 /* Fails an exchange past its deadline; returns the next deadline or
  * a negative number when none. */
 double gossip_tick(struct gossip *g, double now);
+/* The partner at addr is gone (its transport failed, or membership no
+ * longer holds it alive): an exchange this peer started with it fails at
+ * the next gossip_tick, whatever its deadline, so the peer goes on with
+ * another partner instead of waiting out exchange_timeout (a SIGKILLed
+ * peer's partners stalled for seconds). Only marked here: the callers
+ * run inside membership's or the transport's callbacks, where the next
+ * exchange must not start. */
+void gossip_partner_down(struct gossip *g, double now, const char *addr);
 
 /* Exchanges finished (as initiator or responder). */
 uint64_t gossip_exchanges(const struct gossip *g);

@@ -456,11 +456,22 @@ rounds_recv(struct rounds *r, double now, const char *addr, uint8_t type,
 }
 
 void
+rounds_partner_gone(struct rounds *r, double now, const char *addr)
+{
+	if (r == NULL)
+		return;
+	gossip_partner_down(r->gossip, now, addr);
+	/* rounds_timer fails it, from the loop (and re-arms as it should). */
+	r->ops.schedule(r->ops.arg, now);
+}
+
+void
 rounds_peer_down(struct rounds *r, double now, const char *addr)
 {
 	if (r == NULL)
 		return;
 	pull_donor_down(r->pull, now, addr);
+	rounds_partner_gone(r, now, addr);
 	rounds_maybe_pull(r, now);
 	rounds_schedule(r, now);
 }

@@ -93,8 +93,13 @@ void rounds_on_step(struct rounds *r, double now);
 void rounds_start_at(struct rounds *r, uint64_t step);
 /* Membership moved: a joiner may now know enough donors. */
 void rounds_members_changed(struct rounds *r, double now);
-/* A peer became unreachable: a donor of the running pull may be gone. */
+/* A peer became unreachable: a donor of the running pull, or the partner
+ * of the exchange in flight, may be gone. */
 void rounds_peer_down(struct rounds *r, double now, const char *addr);
+/* Membership no longer holds addr alive: an exchange in flight with it
+ * fails now (gossip_partner_down); a pull keeps its donor, which may
+ * still answer. */
+void rounds_partner_gone(struct rounds *r, double now, const char *addr);
 /* The trainer's budget is spent: enter the closing phase (closing.h) and
  * return 1, or 0 when this peer has none (close_budget 0). It ends in
  * ops' closed. */

@@ -114,6 +114,8 @@ server_member_change(void *arg, const char *addr, uint64_t id, enum member_state
 	else
 		log_info("member %s (%s): %s -> %s", addr, hex, member_state_name(old),
 		    member_state_name(now));
+	if (now != MEMBER_ALIVE)
+		rounds_partner_gone(d->rounds, util_now(), addr);
 	if (control_watchers(d->control) > 0) {
 		json_t *msg = json_pack("{s:s, s:s, s:s, s:s, s:s}", "event", "member",
 		    "addr", addr, "id", hex, "state", member_state_name(now),

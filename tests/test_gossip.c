@@ -279,6 +279,22 @@ test_busy_timeout_malformed(void)
 	gossip_tick(peers[0].g, 3.0);
 	CHECK(!gossip_active(peers[0].g) && peers[0].last == GOSSIP_FAILED);
 
+	/* A partner known gone fails the exchange at once, not at the
+	 * deadline; another peer's going changes nothing. */
+	CHECK(gossip_start(peers[0].g, 3.5, peers[1].addr) == 0);
+	pump(1);
+	gossip_partner_down(peers[0].g, 3.6, "127.0.0.1:1");
+	CHECK(gossip_active(peers[0].g));
+	gossip_partner_down(peers[0].g, 3.6, peers[1].addr);
+	CHECK(gossip_active(peers[0].g));
+	CHECK(gossip_tick(peers[0].g, 3.6) < 0);
+	CHECK(!gossip_active(peers[0].g) && peers[0].last == GOSSIP_FAILED);
+	/* The next exchange with the same peer has its full deadline. */
+	CHECK(gossip_start(peers[0].g, 3.7, peers[1].addr) == 0);
+	pump(1);
+	CHECK(gossip_tick(peers[0].g, 3.8) == 5.7);
+	gossip_tick(peers[0].g, 5.7);
+
 	/* An exchange the done callback starts at once keeps its deadline. */
 	restart_on_done = 1;
 	CHECK(gossip_start(peers[0].g, 4.0, peers[1].addr) == 0);
