@@ -628,14 +628,40 @@ pull_failed(struct pull *p, double now)
 	p->retry_at = now + PULL_RETRY;
 }
 
+/* Donors named by pull_donor_list: all of an attempt's, those whose
+ * answers went into at least one chunk, or those missing from one. */
+enum pull_list { PULL_LIST_ALL, PULL_LIST_ANSWERED, PULL_LIST_MISSED };
+#define PULL_DONOR_LIST	(PULL_MAX_DONORS * (WIRE_ADDR_MAX + 1))
+
+/* The chosen donors, comma-separated into out; returns how many. */
+static int
+pull_donor_list(const struct pull_join *j, enum pull_list which, char *out, size_t size)
+{
+	size_t at = 0;
+	int listed = 0;
+
+	out[0] = '\0';
+	for (int di = 0; di < j->ndonors; di++) {
+		size_t answered = 0;
+
+		for (size_t ci = 0; ci < j->nchunks; ci++)
+			answered += j->chunks[ci].ask[di] == ASK_ANSWERED;
+		if ((which == PULL_LIST_ANSWERED && answered == 0) ||
+		    (which == PULL_LIST_MISSED && answered == j->nchunks))
+			continue;
+		at += (size_t)snprintf(out + at, size - at, "%s%s", listed++ ? "," : "",
+		    j->donors[di].addr);
+	}
+	return listed;
+}
+
 /* After every event of a joiner's: a failed attempt makes way for the
  * next, a complete one goes to ops->pulled. */
 static void
 pull_conclude(struct pull *p, double now)
 {
 	struct pull_join *j = p->join;
-	char donors[PULL_MAX_DONORS * (WIRE_ADDR_MAX + 1)] = "";
-	size_t at = 0;
+	char donors[PULL_DONOR_LIST], missed[PULL_DONOR_LIST];
 
 	if (j == NULL || (!j->failed && j->have < j->nchunks))
 		return;
@@ -645,9 +671,12 @@ pull_conclude(struct pull *p, double now)
 	} else if (j->failed) {
 		pull_failed(p, now);
 	} else {
-		for (int i = 0; i < j->ndonors; i++)
-			at += (size_t)snprintf(donors + at, sizeof(donors) - at, "%s%s",
-			    i ? "," : "", j->donors[i].addr);
+		/* Who made the model, and who did not (killed, refused or
+		 * late): a user reading the log can tell what the joiner got. */
+		pull_donor_list(j, PULL_LIST_ANSWERED, donors, sizeof(donors));
+		if (pull_donor_list(j, PULL_LIST_MISSED, missed, sizeof(missed)) > 0)
+			log_info("bootstrap: %s answered only part of the model or none of it "
+			    "(gone, refused or late); the other donors' answers make it", missed);
 		if (p->ops.pulled(p->ops.arg, j->x, j->step, donors) == 0) {
 			p->joining = 0;
 			p->ready = 1;
@@ -737,12 +766,16 @@ pull_members(struct pull *p, double now, const char *const *live, size_t n)
 		log_error("bootstrap: cannot start: %s", strerror(-rc));
 		return;
 	}
-	if (p->agree)
+	if (p->agree) {
 		log_debug("start: asking %d of %zu members for the job's model", p->join->ndonors,
 		    n);
-	else
-		log_info("bootstrap: pulling the model from up to %d of %zu members",
-		    PULL_MAX_DONORS, n);
+	} else {
+		char donors[PULL_DONOR_LIST];
+
+		pull_donor_list(p->join, PULL_LIST_ALL, donors, sizeof(donors));
+		log_info("bootstrap: pulling the model from %s (%d of %zu members)", donors,
+		    p->join->ndonors, n);
+	}
 	pull_conclude(p, now);
 }
 
