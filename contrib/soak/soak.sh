@@ -4,11 +4,17 @@
 # on average), one is SIGKILLed (and restarted later on its address with
 # --resume), one is SIGSTOPped for a few seconds, a joiner comes in with
 # --join through any live member, or one is asked to leave. A kill picks
-# its victim by kind: any live peer, the first one started, one named in
-# everyone's --peers, a donor that a joiner is pulling from, or a peer in
-# its closing phase (joiners train a short budget, so some close while the
-# others train on). The chaos is bounded so that the job lives: never
-# fewer than ceil(N/2) running, unstopped peers. It counts
+# its victim by kind: any live peer, the first one started, or one named in
+# everyone's --peers. Two more kinds are triggered by what they need: half
+# the joiners are watched until their log names their donors, and one of
+# those is killed at once, mid-pull; a joiner trains a short budget past
+# the job's step and then closes for up to 8 s while the others train on,
+# and half the closing ones are killed in that phase. The chaos is bounded
+# so that the job lives: never fewer than ceil(N/2) running, unstopped
+# peers. The budget ends the job about when the chaos does; then the soak
+# waits until every running peer is done (its final evaluation is on the
+# whole test set), so that churned peers, which lost time, are compared
+# at equal steps. It counts
 #   hangs       a peer that does not answer `gossipctl status` within 2 s
 #               in two polls in a row (all running, unstopped peers are
 #               polled every second; single misses go to events.log), or
@@ -75,22 +81,26 @@ trap 'echo "soak: interrupted"; exit 130' INT
 N=$peers MIN_LIVE=$(((peers + 1) / 2)) MAX_PEERS=$((peers + 4))
 LEAVE_TIMEOUT=2 # gossipd's leave_timeout default, seconds
 SETTLE=90       # longest wait for the end checks, seconds
-# At the step cap below, an epoch of a 1/N shard (60000/N/64 steps) takes
-# about 3 s whatever N: 25 a minute is more than the peers can train, so
-# they train through the whole soak (--linger covers the rest);
-# evaluations every 100 steps keep each peer's accuracy current.
-EPOCHS=$(awk -v m="$minutes" 'BEGIN { e = m * 25; print (e == int(e)) ? e : int(e) + 1 }')
-# A joiner's budget is a fifteenth of that: it reaches its closing phase
-# while the others train, which is what a kill in that phase needs.
-JOIN_EPOCHS=$(((EPOCHS + 14) / 15))
 # Fitted to 2 cores: a small MLP (784-32-10, 25,450 parameters) capped
-# at 320 steps a second over the whole job (10 a peer at 32 peers). With
+# at 224 steps a second over the whole job (7 a peer at 32 peers). With
 # 32 uncapped trainers of the default MLP the host ran at load 50-70,
 # event loops went unscheduled for up to 8 s, members flapped between
 # suspect and alive, status answers missed 2 s and leaves took over 7 s:
-# the host's limits, not the daemon's.
+# the host's limits, not the daemon's. At 10 a peer, 32 peers beside the
+# 32 of a baseline made 8.3: under the cap, the pace would be the host's.
+RATE=$((224 / peers))
+# The budget: 95% of the soak at that pace, an epoch being a 1/N shard's
+# 60000/N/64 steps. Churned peers finish later, and the soak waits.
+EPOCHS=$(awk -v m="$minutes" -v r=$RATE -v n="$peers" \
+	'BEGIN { e = int(0.95 * m * 60 * r / int(60000 / n / 64)); print (e > 0 ? e : 1) }')
+DONE_WAIT=$(awk -v m="$minutes" 'BEGIN { w = m * 15; print int(w > 120 ? w : 120) }')
+# A joiner continues from its donors' step and trains a fifteenth of the
+# budget past the job's epoch, then closes for up to 8 s (the default
+# closing phase ends in about a second, too soon to be hit).
+JOIN_EPOCHS=$(((EPOCHS + 14) / 15))
+JOIN_CLOSE=(--close-timeout 8 --close-budget 1000)
 COMMON=(--checkpoint-every 100 --linger yes --eval-every 100 --eval-samples 2000
-	--model 784-32-10 --max-step-rate $((320 / peers)) --seed $((seed % 1000 + 1)))
+	--model 784-32-10 --max-step-rate $RATE --seed $((seed % 1000 + 1)))
 RANDOM=$seed
 echo "soak: seed $seed, logs in $FLEET_DIR"
 fleet_keygen "$FLEET_DIR/key"
@@ -105,8 +115,9 @@ declare -A KILLED=([any]=0 [first]=0 [named]=0 [donor]=0 [closing]=0)
 
 # Per slot S (an address; a process p S.RUN on it at a time):
 declare -A ADDR=() RUNS=() CUR=() EXPECT=() READY=() MISSES=() STOP_UNTIL=() LEAVE_BY=()
-declare -A RESTART_AT=() SEED_OF=() SEED_UNTIL=() EPOCHS_OF=() STATE=() DONORS=()
+declare -A RESTART_AT=() SEED_OF=() SEED_UNTIL=() EPOCHS_OF=() STATE=() CLOSE_KILL_AT=()
 SLOTS=0
+JOB_EPOCH=0 # the highest epoch a poll saw
 
 note() { printf '%8.2f %s\n' "$(fleet_since "$T0")" "$*" >>"$EVENTS"; }
 # uniform A B: a moment A to B seconds from now, in microseconds.
@@ -128,7 +139,7 @@ start() {
 	fleet_gossipd "${CUR[$s]}" --listen "${ADDR[$s]}" --key-file "$FLEET_DIR/key" --shard "$((s % N))/$N" \
 		--control "$FLEET_DIR/p$s.sock" --checkpoint-dir "$FLEET_DIR/p$s.ckpt" "${COMMON[@]}" \
 		--epochs "${EPOCHS_OF[$s]:-$EPOCHS}" "$@"
-	EXPECT[$s]= READY[$s]= MISSES[$s]=0 STATE[$s]= DONORS[$s]=
+	EXPECT[$s]= READY[$s]= MISSES[$s]=0 STATE[$s]= CLOSE_KILL_AT[$s]=
 	note "start p$s run ${RUNS[$s]} pid ${FLEET_PID[${CUR[$s]}]}: $*"
 }
 
@@ -169,8 +180,9 @@ reap() {
 }
 
 # poll_status: every running, unstopped peer must answer status within 2 s;
-# asked all at once. Each answer goes to polls.txt, and its state (and a
-# joiner's donors) to STATE and DONORS, read by the kills.
+# asked all at once. Each answer goes to polls.txt, its state to STATE, and
+# its epoch to JOB_EPOCH. A peer seen closing for the first time is, half
+# the time and while the chaos lasts, killed within 3 s (CLOSE_KILL_AT).
 poll_status() {
 	local s i rc t pids=() slots=() got=()
 	t=$((${EPOCHREALTIME/./} - T0))
@@ -202,10 +214,13 @@ poll_status() {
 	# process per answer would make each poll take seconds.
 	jq -r --argjson t "$t" '(input_filename | capture("st\\.(?<s>[0-9]+)\\.(?<r>[0-9]+)$")) as $m
 		| "\($t) \($m.s) \($m.r) \(tojson)"' "${got[@]}" >>"$POLLS" 2>/dev/null
-	while read -r s st donors; do
-		STATE[$s]=$st DONORS[$s]=$donors
+	while read -r s st e; do
+		[ "$st" = closing ] && [ "${STATE[$s]}" != closing ] && [ -n "$CHAOS" ] && ((RANDOM % 2)) &&
+			CLOSE_KILL_AT[$s]=$(uniform 0 3)
+		STATE[$s]=$st
+		[ "$e" -gt $JOB_EPOCH ] && JOB_EPOCH=$e
 	done < <(jq -r '(input_filename | capture("st\\.(?<s>[0-9]+)\\.").s) as $s
-		| "\($s) \(.state // "none") \((.bootstrap.donors // []) | join(","))"' "${got[@]}" 2>/dev/null)
+		| "\($s) \(.state // "none") \(.epoch // 0)"' "${got[@]}" 2>/dev/null)
 }
 
 # seeding S NOW: whether a joiner is still joining through S (for at most 30 s).
@@ -230,17 +245,63 @@ new_slot() {
 # kill_kinds S...: the kinds of kill each live peer S fits, "KIND S" a
 # line; every one fits any.
 kill_kinds() {
-	local s j d
+	local s
 	for s in "$@"; do
 		echo "any $s"
 		[ "$s" = 0 ] && echo "first $s"
 		[ "$s" -lt $N ] && echo "named $s"
-		[ "${STATE[$s]:-}" = closing ] && echo "closing $s"
-		for ((j = 0; j < SLOTS; j++)); do
-			[ -n "${CUR[$j]}" ] && [ "${STATE[$j]:-}" = joining ] || continue
-			for d in ${DONORS[$j]//,/ }; do [ "$d" = "${ADDR[$s]}" ] && echo "donor $s"; done
+	done
+}
+
+# kill_slot S KIND WHY: SIGKILL S's run, restarted 3-15 s later.
+kill_slot() {
+	EXPECT[$1]=kill
+	kill -KILL "${FLEET_PID[${CUR[$1]}]}"
+	kills=$((kills + 1)) KILLED[$2]=$((KILLED[$2] + 1))
+	RESTART_AT[$1]=$(uniform 3 15)
+	CLOSE_KILL_AT[$1]=
+	note "kill -9 p$1 ($2, state ${STATE[$1]:-unknown}$3)"
+}
+
+# A killable slot: live, and the job keeps MIN_LIVE peers without it.
+killable() {
+	local lv
+	mapfile -t lv < <(lives)
+	[ ${#lv[@]} -gt $MIN_LIVE ] && live "$1"
+}
+
+# watch_pull J: kills one of joiner J's donors as soon as its log names
+# them (tail -F wakes on the write; no fork between the line and the kill,
+# a pull of this model takes 0.1-0.2 s), so the kill lands while the
+# donors answer; within 20 s, or nothing. Whether it came before the
+# donor's answer, the joiner's log says ("answered only part of the
+# model").
+watch_pull() {
+	local j=$1 fd tpid line d s lv cands=() end=$((${EPOCHREALTIME/./} + 20000000))
+	local -A at=()
+	mapfile -t lv < <(lives)
+	[ ${#lv[@]} -gt $MIN_LIVE ] || return 0
+	for s in "${lv[@]}"; do [ "$s" != "$j" ] && at[${ADDR[$s]}]=$s; done
+	exec {fd}< <(exec tail -n +1 -F "$FLEET_LOGS/${CUR[$j]}.log" 2>/dev/null)
+	tpid=$!
+	while [ "${EPOCHREALTIME/./}" -lt $end ] && IFS= read -r -t 1 -u "$fd" line || [ $? -gt 128 ]; do
+		[[ $line == *"bootstrap: pulling the model from "* ]] || continue
+		line=${line#*pulling the model from }
+		line=${line%% (*}
+		for d in ${line//,/ }; do
+			s=${at[$d]:-}
+			[ -n "$s" ] && live "$s" && cands+=("$s")
 		done
-	done | sort -u
+		break
+	done
+	if [ ${#cands[@]} -gt 0 ]; then
+		s=${cands[RANDOM % ${#cands[@]}]}
+		kill_slot "$s" donor ", of p$j run ${RUNS[$j]} from ${ADDR[$s]}"
+	else
+		note "donor kill: no donor of p$j to kill"
+	fi
+	kill "$tpid" 2>/dev/null
+	exec {fd}<&-
 }
 
 chaos() {
@@ -263,18 +324,13 @@ chaos() {
 	case $act in
 	kill)
 		# A kind first, uniformly among those some live peer fits, then
-		# a victim of that kind: the rare ones (a donor mid-pull, a
-		# closing peer) come up as often as any peer at all.
+		# a victim of that kind: the first peer comes up as often as any
+		# peer at all.
 		mapfile -t kinds < <(kill_kinds "${lv[@]}")
 		mapfile -t lv < <(printf '%s\n' "${kinds[@]}" | cut -d' ' -f1 | sort -u)
 		kind=${lv[RANDOM % ${#lv[@]}]}
 		mapfile -t lv < <(printf '%s\n' "${kinds[@]}" | awk -v k="$kind" '$1 == k { print $2 }')
-		s=${lv[RANDOM % ${#lv[@]}]}
-		EXPECT[$s]=kill
-		fleet_kill KILL "${CUR[$s]}"
-		kills=$((kills + 1)) KILLED[$kind]=$((KILLED[$kind] + 1))
-		RESTART_AT[$s]=$(uniform 3 15)
-		note "kill -9 p$s ($kind, state ${STATE[$s]:-unknown})"
+		kill_slot "${lv[RANDOM % ${#lv[@]}]}" "$kind"
 		;;
 	stop)
 		fleet_kill STOP "${CUR[$s]}"
@@ -291,10 +347,11 @@ chaos() {
 	join)
 		j=$SLOTS
 		new_slot
-		EPOCHS_OF[$j]=$JOIN_EPOCHS
-		start "$j" --join "${ADDR[$s]}"
+		EPOCHS_OF[$j]=$((JOB_EPOCH + JOIN_EPOCHS))
+		start "$j" --join "${ADDR[$s]}" "${JOIN_CLOSE[@]}"
 		SEED_OF[$j]=$s SEED_UNTIL[$j]=$((now + 30000000))
 		joins=$((joins + 1))
+		((RANDOM % 2)) && watch_pull "$j"
 		;;
 	esac
 }
@@ -302,6 +359,10 @@ chaos() {
 housekeeping() {
 	local now=$1 s via ck
 	for ((s = 0; s < SLOTS; s++)); do
+		if [ -n "${CLOSE_KILL_AT[$s]}" ] && [ "$now" -ge "${CLOSE_KILL_AT[$s]}" ]; then
+			CLOSE_KILL_AT[$s]=
+			[ "${STATE[$s]}" = closing ] && [ -n "$CHAOS" ] && killable $s && kill_slot $s closing
+		fi
 		if [ -n "${STOP_UNTIL[$s]}" ] && [ "$now" -ge "${STOP_UNTIL[$s]}" ]; then
 			fleet_kill CONT "${CUR[$s]}"
 			STOP_UNTIL[$s]=
@@ -381,6 +442,7 @@ SLOTS=$N
 note "model parameters $(ctl 0 stats | fleet_json .model.parameters)"
 end=$((${EPOCHREALTIME/./} + $(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 * 1000000 }')))
 next_chaos=$(poisson)
+CHAOS=$([ $churn = yes ] && echo 1)
 while [ "${EPOCHREALTIME/./}" -lt $end ]; do
 	now=${EPOCHREALTIME/./}
 	reap
@@ -394,6 +456,8 @@ while [ "${EPOCHREALTIME/./}" -lt $end ]; do
 	[ $left -gt 0 ] && sleep "$(printf '0.%06d' $left)"
 done
 # No more chaos: the stopped continue, the killed come back.
+CHAOS=
+note "chaos over"
 for ((s = 0; s < SLOTS; s++)); do
 	[ -n "${STOP_UNTIL[$s]}" ] && STOP_UNTIL[$s]=${EPOCHREALTIME/./}
 	[ -n "${RESTART_AT[$s]:-}" ] && RESTART_AT[$s]=${EPOCHREALTIME/./}
@@ -405,6 +469,20 @@ while [ "${EPOCHREALTIME/./}" -lt $settle_end ]; do
 	poll_status
 	sleep 1
 done
+# Every running peer done: its final evaluation, on the whole test set,
+# after the same budget as the baseline's.
+done_end=$((${EPOCHREALTIME/./} + DONE_WAIT * 1000000))
+while [ "${EPOCHREALTIME/./}" -lt $done_end ]; do
+	reap
+	housekeeping "${EPOCHREALTIME/./}"
+	poll_status
+	training=$(for ((s = 0; s < SLOTS; s++)); do
+		[ -n "${RESTART_AT[$s]:-}" ] || { [ -n "${CUR[$s]}" ] && [ "${STATE[$s]}" != done ]; } && echo "p$s"
+	done)
+	[ -z "$training" ] && break
+	sleep 1
+done
+note "all done${training:+ but the deadline passed: still not done: $(echo $training)}"
 end_checks
 # The last answers of every live peer: the survivors' accuracy.
 note "final poll"

@@ -9,7 +9,7 @@ Prints, as markdown:
 - events by kind (from events.log);
 - exchange gaps: per run of a peer, the median time between its exchanges
   (its time training over its exchanges) and the longest time it surely
-  had none, nor a step (its count did not move from one poll to a later
+  had none, nor a step (but in its closing phase, which takes none) (its count did not move from one poll to a later
   one; shorter stalls than the polls' interval, about 1.5 s, go unseen),
   outside any SIGSTOP of its own; a peer with any of these above twice the
   job's median time between exchanges is a stalled one;
@@ -17,8 +17,14 @@ Prints, as markdown:
   against the model's size, and its consensus distance at the first poll
   after two of its own exchanges against the median of the other peers'
   at that poll;
-- the survivors' final accuracy (last poll after "final poll"), and with
-  BASELINE_DIR (a soak of the same job with --churn no) the difference.
+- donor kills: whether each came before the donor's answer (the joiner's
+  log names it among those that "answered only part of the model"), and
+  whether the joiner went on to pull the model;
+- the survivors' final accuracy, the first peers (restarted ones included)
+  apart from the joiners: when the chaos ended (last poll before "chaos
+  over", on --eval-samples) and at the end (the final poll, after every
+  peer was done: on the whole test set, at equal steps), and with
+  BASELINE_DIR (a soak of the same job with --churn no) the differences.
 Exits 1 on a stalled peer or a joiner over the bars, 2 on bad usage.
 """
 import json
@@ -102,7 +108,8 @@ def gaps(runs, stops, t_end):
             last_t, last_v, prev = seq[0][0], seq[0][1].get(key, 0), seq[0][0]
             for t, st in seq[1:]:
                 v = st.get(key, 0)
-                if t - prev > POLL_GAP or v != last_v:
+                # A closing peer exchanges but takes no step.
+                if t - prev > POLL_GAP or v != last_v or (key == "step" and st.get("state") == "closing"):
                     last_t, last_v = t, v
                 elif not overlaps(last_t, t, stops.get(s, [])):
                     longest[key] = max(longest[key], t - last_t)
@@ -145,13 +152,75 @@ def final_poll(events):
     return max((t for t, text in events if text == "final poll"), default=float("inf"))
 
 
-def final_accuracy(polls, events):
-    t_end = final_poll(events)
+def donor_kills(d, events):
+    """Per donor kill: (victim slot, joiner slot.run, before the answer,
+    the joiner pulled)."""
+    rows = []
+    for _, text in events:
+        m = re.match(r"kill -9 p(\d+) \(donor, state \w+, of p(\d+) run (\d+) from (\S+)\)", text)
+        if not m:
+            continue
+        try:
+            log = open(f"{d}/p{m.group(2)}.{m.group(3)}.log", errors="replace").read()
+        except OSError:
+            log = ""
+        missed = any(m.group(4) in line.split(" answered only part")[0].split()[-1].split(",")
+                     for line in log.splitlines() if " answered only part of the model" in line)
+        rows.append((int(m.group(1)), f"p{m.group(2)}.{m.group(3)}", missed,
+                     "bootstrap: model pulled from" in log))
+    return rows
+
+
+def accuracy_at(polls, events, mark):
+    """Per slot: its accuracy at the last poll before the event MARK (or
+    at the final poll for "final poll"), and its state then."""
+    t_mark = max((t for t, text in events if text == mark), default=None)
+    if t_mark is None:
+        return {}
     last = {}
     for t, s, r, st in polls:
-        if t >= t_end and st.get("accuracy") is not None:
+        if st.get("accuracy") is None:
+            continue
+        # Before a mark, the polls of its last 3 s: the peers running then.
+        if (mark == "final poll" and t >= t_mark) or (mark != "final poll" and t_mark - 3 <= t < t_mark):
             last[s] = (st["accuracy"], st.get("state"))
     return last
+
+
+def originals(events):
+    return {int(m.group(1)) for _, text in events
+            if (m := re.match(r"start p(\d+) run 1 pid \d+: --peers \(all", text))}
+
+
+def accuracy_rows(argv, events, polls):
+    """Lines comparing the first peers' accuracy with the baseline's."""
+    first = originals(events)
+    base = None
+    if len(argv) == 3:
+        bpolls, bevents = load(argv[2])
+        base = (bpolls, bevents)
+    for mark, what in (("chaos over", "when the chaos ended (on --eval-samples)"),
+                       ("final poll", "at the end (every peer done: whole test set, equal steps)")):
+        acc = accuracy_at(polls, events, mark)
+        if not acc:
+            continue
+        mine = [a for s, (a, _) in acc.items() if s in first]
+        joined = [a for s, (a, _) in acc.items() if s not in first]
+        undone = sorted(f"p{s}" for s, (_, st) in acc.items() if st != "done")
+        line = f"\n{what}: first peers {len(mine)}"
+        if mine:
+            line += f" mean {statistics.mean(mine):.4f}, min {min(mine):.4f}"
+        if joined:
+            line += f"; joiners {len(joined)} mean {statistics.mean(joined):.4f}"
+        if mark == "final poll" and undone:
+            line += f"; not done: {' '.join(undone)}"
+        print(line)
+        if base is None or not mine:
+            continue
+        b = [a for a, _ in accuracy_at(base[0], base[1], mark).values()]
+        if b:
+            print(f"without churn {len(b)}: mean {statistics.mean(b):.4f}, min {min(b):.4f};"
+                  f" first peers' mean - baseline's: {100 * (statistics.mean(mine) - statistics.mean(b)):+.2f} points")
 
 
 def main(argv):
@@ -204,18 +273,14 @@ def main(argv):
               f" above the median distance after 2 exchanges {len(over_dist)}")
         bad += len(over_pull) + len(over_dist)
 
-    fin = final_accuracy(polls, events)
-    if fin:
-        acc = [a for a, _ in fin.values()]
-        print(f"\nsurvivors {len(acc)}: final accuracy mean {statistics.mean(acc):.4f},"
-              f" min {min(acc):.4f}")
-        if len(argv) == 3:
-            bpolls, bevents = load(argv[2])
-            base = [a for a, _ in final_accuracy(bpolls, bevents).values()]
-            if base:
-                print(f"without churn {len(base)}: mean {statistics.mean(base):.4f},"
-                      f" min {min(base):.4f}; survivors' mean - baseline's:"
-                      f" {100 * (statistics.mean(acc) - statistics.mean(base)):+.2f} points")
+    dk = donor_kills(argv[1], events)
+    if dk:
+        print(f"\ndonor kills {len(dk)}: before the donor's answer {sum(r[2] for r in dk)},"
+              f" joiner pulled the model anyway {sum(r[3] for r in dk)}"
+              f" ({', '.join(f'p{v} of {j}' + (' mid-pull' if mid else '') for v, j, mid, _ in dk)})")
+        bad += sum(not r[3] for r in dk)
+
+    accuracy_rows(argv, events, polls)
     return 1 if bad else 0
 
 
