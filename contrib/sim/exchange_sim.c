@@ -110,6 +110,7 @@
 #include "rng.h"
 #include "rounds.h"
 #include "select.h"
+#include "simopt.h"
 #include "simq.h"
 #include "util.h"
 #include "wire.h"
@@ -914,70 +915,6 @@ sim_usage(FILE *f)
 }
 
 static int
-sim_real(const char *name, const char *s, double min, double max, double *out)
-{
-	if (util_parse_double(s, min, max, out) == 0)
-		return 0;
-	fprintf(stderr, "exchange_sim: --%s: '%s' is not a number from %g to %g\n", name, s,
-	    min, max);
-	return -EINVAL;
-}
-
-static int
-sim_long(const char *name, const char *s, long min, long max, long *out)
-{
-	if (util_parse_long(s, min, max, out) == 0)
-		return 0;
-	fprintf(stderr, "exchange_sim: --%s: '%s' is not a whole number from %ld to %ld\n",
-	    name, s, min, max);
-	return -EINVAL;
-}
-
-static int
-sim_int(const char *name, const char *s, long min, long max, int *out)
-{
-	long v;
-	int rc = sim_long(name, s, min, max, &v);
-
-	*out = (int)v;
-	return rc;
-}
-
-/* One of names[] (n of them), its index into *out. */
-static int
-sim_choice(const char *name, const char *s, const char *const *names_, int n, int *out)
-{
-	for (int i = 0; i < n; i++) {
-		if (strcmp(s, names_[i]) == 0) {
-			*out = i;
-			return 0;
-		}
-	}
-	fprintf(stderr, "exchange_sim: --%s: '%s' is not one of", name, s);
-	for (int i = 0; i < n; i++)
-		fprintf(stderr, " %s", names_[i]);
-	fprintf(stderr, "\n");
-	return -EINVAL;
-}
-
-/* "A,B" milliseconds with 0 <= A <= B, into seconds. */
-static int
-sim_range_ms(const char *name, const char *s, double *lo, double *hi)
-{
-	double a, b;
-	int end = 0;
-
-	if (sscanf(s, "%lf,%lf%n", &a, &b, &end) == 2 && s[end] == '\0' && a >= 0 && b >= a &&
-	    isfinite(b)) {
-		*lo = a / 1000;
-		*hi = b / 1000;
-		return 0;
-	}
-	fprintf(stderr, "exchange_sim: --%s: '%s' is not A,B with 0 <= A <= B\n", name, s);
-	return -EINVAL;
-}
-
-static int
 sim_parse(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -1025,53 +962,49 @@ sim_parse(int argc, char **argv)
 
 	while (rc == 0 && (c = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'n': rc = sim_int("peers", optarg, 2, 1 << 20, &opt.n); break;
-		case 'w': rc = sim_int("view", optarg, 0, 1 << 20, &opt.view); break;
-		case 'd': rc = sim_int("dim", optarg, 1, 1 << 20, &opt.dim); break;
-		case 'W': rc = sim_real("wire-d", optarg, 1, 1e12, &opt.wire_d); break;
+		case 'n': rc = simopt_int("peers", optarg, 2, 1 << 20, &opt.n); break;
+		case 'w': rc = simopt_int("view", optarg, 0, 1 << 20, &opt.view); break;
+		case 'd': rc = simopt_int("dim", optarg, 1, 1 << 20, &opt.dim); break;
+		case 'W': rc = simopt_real("wire-d", optarg, 1, 1e12, &opt.wire_d); break;
 		case 'm':
-			rc = sim_choice("mode", optarg, modes, GOSSIP_MODE_N, &e);
+			rc = simopt_choice("mode", optarg, modes, GOSSIP_MODE_N, &e);
 			opt.mode = (enum gossip_mode)e;
 			break;
 		case 'v':
-			rc = sim_choice("values", optarg, vals, GOSSIP_VALUES_N, &e);
+			rc = simopt_choice("values", optarg, vals, GOSSIP_VALUES_N, &e);
 			opt.values = (enum gossip_values)e;
 			break;
-		case 'p': rc = sim_real("density", optarg, 1e-6, 1, &opt.density); break;
-		case 'B': rc = sim_int("mask-block", optarg, 1, 1 << 20, &opt.block); break;
-		case 'i': rc = sim_long("interval", optarg, 1, 1000000000L, &opt.interval); break;
+		case 'p': rc = simopt_real("density", optarg, 1e-6, 1, &opt.density); break;
+		case 'B': rc = simopt_int("mask-block", optarg, 1, 1 << 20, &opt.block); break;
+		case 'i': rc = simopt_long("interval", optarg, 1, 1000000000L, &opt.interval); break;
 		case 'S':
-			rc = sim_choice("select", optarg, pols, 2, &e);
+			rc = simopt_choice("select", optarg, pols, 2, &e);
 			opt.policy = (enum select_policy)e;
 			break;
-		case 'r': rc = sim_real("bw-ratio", optarg, 1, 1e6, &opt.bw_ratio); break;
-		case 'a': rc = sim_real("stale-after", optarg, 0, 1e6, &opt.stale_after); break;
-		case 'T': rc = sim_real("timeout", optarg, 0.01, 3600, &opt.timeout); break;
-		case 's': rc = sim_int("sites", optarg, 1, SIM_MAX_SITES, &opt.sites); break;
-		case 'b': rc = sim_real("site-mbit", optarg, 1e-3, 1e9, &mbit); break;
-		case 'R': rc = sim_real("net-ratio", optarg, 1, 1e6, &opt.net_ratio); break;
-		case 'l': rc = sim_range_ms("local-ms", optarg, &opt.local_min_s,
+		case 'r': rc = simopt_real("bw-ratio", optarg, 1, 1e6, &opt.bw_ratio); break;
+		case 'a': rc = simopt_real("stale-after", optarg, 0, 1e6, &opt.stale_after); break;
+		case 'T': rc = simopt_real("timeout", optarg, 0.01, 3600, &opt.timeout); break;
+		case 's': rc = simopt_int("sites", optarg, 1, SIM_MAX_SITES, &opt.sites); break;
+		case 'b': rc = simopt_real("site-mbit", optarg, 1e-3, 1e9, &mbit); break;
+		case 'R': rc = simopt_real("net-ratio", optarg, 1, 1e6, &opt.net_ratio); break;
+		case 'l': rc = simopt_range_ms("local-ms", optarg, &opt.local_min_s,
 		    &opt.local_max_s); break;
-		case 'L': rc = sim_range_ms("remote-ms", optarg, &opt.remote_min_s,
+		case 'L': rc = simopt_range_ms("remote-ms", optarg, &opt.remote_min_s,
 		    &opt.remote_max_s); break;
-		case 'o': rc = sim_real("loss", optarg, 0, 0.999, &opt.loss); break;
-		case 'k': rc = sim_real("steps-per-s", optarg, 1e-3, 1e6, &opt.rate); break;
-		case 'K': rc = sim_real("rate-spread", optarg, 0, 3, &opt.rate_spread); break;
-		case 'I': rc = sim_real("init-spread", optarg, 0, 1e6, &opt.init_spread); break;
-		case 'D': rc = sim_real("drift", optarg, 0, 1e6, &opt.drift); break;
-		case 'N': rc = sim_real("noise", optarg, 0, 1e6, &opt.noise); break;
-		case 't': rc = sim_real("duration", optarg, 1e-3, 1e7, &opt.duration); break;
-		case 'e': rc = sim_real("sample", optarg, 1e-3, 1e7, &opt.sample); break;
-		case 'V': rc = sim_real("level", optarg, 0, 1, &opt.level); break;
-		case 'x':
-			if ((rc = util_parse_u64(optarg, &opt.seed)) < 0)
-				fprintf(stderr, "exchange_sim: --seed: '%s' is not a whole number"
-				    " of 0 or more\n", optarg);
-			break;
+		case 'o': rc = simopt_real("loss", optarg, 0, 0.999, &opt.loss); break;
+		case 'k': rc = simopt_real("steps-per-s", optarg, 1e-3, 1e6, &opt.rate); break;
+		case 'K': rc = simopt_real("rate-spread", optarg, 0, 3, &opt.rate_spread); break;
+		case 'I': rc = simopt_real("init-spread", optarg, 0, 1e6, &opt.init_spread); break;
+		case 'D': rc = simopt_real("drift", optarg, 0, 1e6, &opt.drift); break;
+		case 'N': rc = simopt_real("noise", optarg, 0, 1e6, &opt.noise); break;
+		case 't': rc = simopt_real("duration", optarg, 1e-3, 1e7, &opt.duration); break;
+		case 'e': rc = simopt_real("sample", optarg, 1e-3, 1e7, &opt.sample); break;
+		case 'V': rc = simopt_real("level", optarg, 0, 1, &opt.level); break;
+		case 'x': rc = simopt_u64("seed", optarg, &opt.seed); break;
 		case 'f': opt.series = optarg; break;
-		case 'c': rc = sim_real("churn", optarg, 0, 0.9, &opt.churn); break;
-		case 'C': rc = sim_real("churn-at", optarg, 0, 1e7, &opt.churn_at); break;
-		case 'E': rc = sim_real("detect-s", optarg, 0, 1e6, &opt.detect_s); break;
+		case 'c': rc = simopt_real("churn", optarg, 0, 0.9, &opt.churn); break;
+		case 'C': rc = simopt_real("churn-at", optarg, 0, 1e7, &opt.churn_at); break;
+		case 'E': rc = simopt_real("detect-s", optarg, 0, 1e6, &opt.detect_s); break;
 		case 'h': sim_usage(stdout); exit(0);
 		default: return -EINVAL;
 		}
@@ -1168,6 +1101,7 @@ main(int argc, char **argv)
 {
 	int rc;
 
+	simopt_prog = "exchange_sim";
 	if (sim_parse(argc, argv) < 0) {
 		sim_usage(stderr);
 		return 2;

@@ -66,6 +66,7 @@
 #include "log.h"
 #include "member.h"
 #include "rng.h"
+#include "simopt.h"
 #include "simq.h"
 #include "transport.h"
 #include "util.h"
@@ -801,32 +802,6 @@ sim_usage(FILE *f)
 	    (unsigned)TRANSPORT_DEFAULT_TIMEOUT_MS);
 }
 
-/* The value of option name, strictly a number in [min, max]; a bad one
- * is named on stderr. */
-static int
-sim_real(const char *name, const char *s, double min, double max, double *out)
-{
-	if (util_parse_double(s, min, max, out) == 0)
-		return 0;
-	fprintf(stderr, "membership_sim: --%s: '%s' is not a number from %g to %g\n", name, s,
-	    min, max);
-	return -EINVAL;
-}
-
-static int
-sim_int(const char *name, const char *s, long min, long max, int *out)
-{
-	long v;
-
-	if (util_parse_long(s, min, max, &v) == 0) {
-		*out = (int)v;
-		return 0;
-	}
-	fprintf(stderr, "membership_sim: --%s: '%s' is not a whole number from %ld to %ld\n",
-	    name, s, min, max);
-	return -EINVAL;
-}
-
 static int
 sim_parse(int argc, char **argv)
 {
@@ -847,50 +822,33 @@ sim_parse(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	double a, b;
+	static const char *const crashes[] = { "silent", "refused" };
+	double a;
 	int c, rc = 0;
 
 	while (rc == 0 && (c = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'n': rc = sim_int("peers", optarg, 2, 1 << 24, &opt.n); break;
-		case 's': rc = sim_int("sites", optarg, 1, SIM_MAX_SITES, &opt.sites); break;
+		case 'n': rc = simopt_int("peers", optarg, 2, 1 << 24, &opt.n); break;
+		case 's': rc = simopt_int("sites", optarg, 1, SIM_MAX_SITES, &opt.sites); break;
 		case 'l':
-			rc = sim_real("local-ms", optarg, 0, 1e6, &a);
+			rc = simopt_real("local-ms", optarg, 0, 1e6, &a);
 			opt.local_s = a / 1000;
 			break;
 		case 'r':
-			if (sscanf(optarg, "%lf,%lf", &a, &b) != 2 || !(a >= 0) || !(b >= a) ||
-			    !isfinite(b)) {
-				fprintf(stderr, "membership_sim: --remote-ms: '%s' is not A,B with"
-				    " 0 <= A <= B\n", optarg);
-				return -EINVAL;
-			}
-			opt.remote_min_s = a / 1000;
-			opt.remote_max_s = b / 1000;
+			rc = simopt_range_ms("remote-ms", optarg, &opt.remote_min_s, &opt.remote_max_s);
 			break;
-		case 'p': rc = sim_real("loss", optarg, 0, 0.999, &opt.loss); break;
+		case 'p': rc = simopt_real("loss", optarg, 0, 0.999, &opt.loss); break;
 		case 't':
-			rc = sim_real("rto-ms", optarg, 0, 1e6, &a);
+			rc = simopt_real("rto-ms", optarg, 0, 1e6, &a);
 			opt.rto_s = a / 1000;
 			break;
-		case 'x':
-			if ((rc = util_parse_u64(optarg, &opt.seed)) < 0)
-				fprintf(stderr, "membership_sim: --seed: '%s' is not a whole number"
-				    " of 0 or more\n", optarg);
-			break;
-		case 'b': rc = sim_real("start-s", optarg, 0, 1e6, &opt.start_s); break;
-		case 'w': rc = sim_real("steady-s", optarg, 0, 1e6, &opt.steady_s); break;
-		case 'k': rc = sim_int("kills", optarg, 0, 1 << 24, &opt.kills); break;
-		case 'j': rc = sim_int("joins", optarg, 0, 1 << 24, &opt.joins); break;
-		case 'g': rc = sim_real("gap-s", optarg, 1e-3, 1e6, &opt.gap_s); break;
-		case 'c':
-			if (strcmp(optarg, "silent") != 0 && strcmp(optarg, "refused") != 0) {
-				fprintf(stderr, "membership_sim: --crash: '%s' is neither silent nor"
-				    " refused\n", optarg);
-				return -EINVAL;
-			}
-			opt.refused = optarg[0] == 'r';
-			break;
+		case 'x': rc = simopt_u64("seed", optarg, &opt.seed); break;
+		case 'b': rc = simopt_real("start-s", optarg, 0, 1e6, &opt.start_s); break;
+		case 'w': rc = simopt_real("steady-s", optarg, 0, 1e6, &opt.steady_s); break;
+		case 'k': rc = simopt_int("kills", optarg, 0, 1 << 24, &opt.kills); break;
+		case 'j': rc = simopt_int("joins", optarg, 0, 1 << 24, &opt.joins); break;
+		case 'g': rc = simopt_real("gap-s", optarg, 1e-3, 1e6, &opt.gap_s); break;
+		case 'c': rc = simopt_choice("crash", optarg, crashes, 2, &opt.refused); break;
 		case 'h': sim_usage(stdout); exit(0);
 		default: return -EINVAL;
 		}
@@ -910,6 +868,7 @@ main(int argc, char **argv)
 {
 	int rc;
 
+	simopt_prog = "membership_sim";
 	if (sim_parse(argc, argv) < 0) {
 		sim_usage(stderr);
 		return 2;
