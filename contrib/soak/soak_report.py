@@ -11,8 +11,9 @@ Prints, as markdown:
   (its time training over its exchanges) and the longest time it surely
   had none, nor a step (but in its closing phase, which takes none) (its count did not move from one poll to a later
   one; shorter stalls than the polls' interval, about 1.5 s, go unseen),
-  outside any SIGSTOP of its own; a peer with any of these above twice the
-  job's median time between exchanges is a stalled one;
+  outside any SIGSTOP of its own, while the chaos lasts; a peer with any of
+  these above twice the job's median time between exchanges is a stalled
+  one;
 - joiners: per run that pulled the model, the bytes its pull received
   against the model's size, and its consensus distance at the first poll
   after two of its own exchanges against the median of the other peers'
@@ -86,8 +87,10 @@ def overlaps(a, b, windows):
 
 def gaps(runs, stops, t_end):
     """Per run: (median s between exchanges, longest s without one,
-    longest s without a step), over its polls while training, up to the
-    final poll (the end checks before it do not poll)."""
+    longest s without a step), over its polls while training, up to t_end:
+    the end of the chaos (after it, a peer restarted late trains on while
+    the others are done and no longer exchange, which is the job ending,
+    not a stall)."""
     rows = {}
     for (s, r), seq in runs.items():
         seq = [(t, st) for t, st in seq if st.get("state") in TRAINING and t < t_end]
@@ -181,8 +184,9 @@ def accuracy_at(polls, events, mark):
     for t, s, r, st in polls:
         if st.get("accuracy") is None:
             continue
-        # Before a mark, the polls of its last 3 s: the peers running then.
-        if (mark == "final poll" and t >= t_mark) or (mark != "final poll" and t_mark - 3 <= t < t_mark):
+        # Before a mark, the polls of its last 15 s (a poll of 64 busy
+        # peers took up to 8 s): the peers running then.
+        if (mark == "final poll" and t >= t_mark) or (mark != "final poll" and t_mark - 15 <= t < t_mark):
             last[s] = (st["accuracy"], st.get("state"))
     return last
 
@@ -245,7 +249,8 @@ def main(argv):
         print(f"| {k} | {kinds[k]} |")
 
     runs = runs_of(polls)
-    g = gaps(runs, stopped_windows(events), final_poll(events))
+    chaos_over = min((t for t, text in events if text == "chaos over"), default=final_poll(events))
+    g = gaps(runs, stopped_windows(events), chaos_over)
     bad = 0
     if g:
         job = statistics.median(v[0] for v in g.values())
