@@ -156,9 +156,9 @@ double gossip_tick(struct gossip *g, double now);
  * longer holds it alive): an exchange this peer started with it fails at
  * the next gossip_tick, whatever its deadline, so the peer goes on with
  * another partner instead of waiting out exchange_timeout (a SIGKILLed
- * peer's partners stalled for seconds). Only marked here: the callers
- * run inside membership's or the transport's callbacks, where the next
- * exchange must not start. */
+ * peer's partners stalled for seconds). Only marked here, so that a
+ * caller inside membership's state-change callback does not start the
+ * next exchange from there (gossip_finish's done callback may). */
 void gossip_partner_down(struct gossip *g, double now, const char *addr);
 
 /* Exchanges finished (as initiator or responder). */

@@ -97,8 +97,8 @@ void rounds_members_changed(struct rounds *r, double now);
  * of the exchange in flight, may be gone. */
 void rounds_peer_down(struct rounds *r, double now, const char *addr);
 /* Membership no longer holds addr alive: an exchange in flight with it
- * fails now (gossip_partner_down); a pull keeps its donor, which may
- * still answer. */
+ * fails at once, from the rounds timer (gossip_partner_down); a pull
+ * keeps its donor, which may still answer. */
 void rounds_partner_gone(struct rounds *r, double now, const char *addr);
 /* The trainer's budget is spent: enter the closing phase (closing.h) and
  * return 1, or 0 when this peer has none (close_budget 0). It ends in
