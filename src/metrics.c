@@ -265,6 +265,8 @@ static const struct metric_def metric_defs[] = {
 	    "exchanges that failed" },
 	{ "gossip", "timeouts", MK_NUMBER, "gossipd_gossip_timeouts_total", C, NULL,
 	    "exchanges past their deadline" },
+	{ "gossip", "partner_gone", MK_NUMBER, "gossipd_gossip_partner_gone_total", C, NULL,
+	    "exchanges ended because the partner stopped being alive" },
 	{ "gossip", "refused", MK_NUMBER, "gossipd_gossip_refused_total", C, NULL,
 	    "exchange requests refused" },
 	{ "gossip", "malformed", MK_NUMBER, "gossipd_gossip_malformed_total", C, NULL,
