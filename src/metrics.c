@@ -330,6 +330,8 @@ static const struct metric_def metric_defs[] = {
 	    "chunks that arrived too late" },
 	{ "bootstrap", "malformed", MK_NUMBER, "gossipd_bootstrap_malformed_total", C, NULL,
 	    "chunk messages dropped as malformed" },
+	{ "bootstrap", "finished", MK_NUMBER, "gossipd_bootstrap_finished_total", C, NULL,
+	    "donors dropped because their training was over while others still trained" },
 	{ "bootstrap", "step", MK_NUMBER, "gossipd_bootstrap_step", G, NULL,
 	    "donors' step the pulled model starts at" },
 	{ "bootstrap", "failed", MK_NUMBER, "gossipd_bootstrap_failed", G, NULL,

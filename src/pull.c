@@ -4,13 +4,16 @@
  * PULL   0 id(u64)  8 off(u64)  16 len(u64)  24 values(u8: the format asked,
  *        enum gossip_values as in gossip_wire.h)
  * CHUNK  0 id(u64)  8 off(u64)  16 len(u64)  24 step(u64)  32 status(i32)
- *        36 values(u8: the format asked)  37 0(3 bytes)  40 len values in
+ *        36 values(u8: the format asked)  37 flags(u8: PULL_CHUNK_DONE, the
+ *        donor's training is over)  38 0(2 bytes)  40 len values in
  *        that format, gossip_values_bytes of them (an error CHUNK: len and
  *        step 0, no values)
  *
  * Before the format byte a PULL took 24 bytes and a CHUNK carried fp32
  * only: such peers and these cannot pull from each other (each counts the
- * other's PULL malformed; the joiner's requests time out).
+ * other's PULL malformed; the joiner's requests time out). The flags byte
+ * was 0 before it had a meaning, so a donor that predates it reads as one
+ * that still trains.
  *
  * A request id names the chunk (low 24 bits), the donor (next 8) and the
  * generation of that chunk's requests (high 32), so a late answer to a
@@ -59,6 +62,13 @@ const struct proto pull_proto = {
 	"model pull", PULL_T_FIRST, PULL_T_LAST, pull_type_names
 };
 
+/* CHUNK flags. */
+#define PULL_CHUNK_DONE	0x01
+
+/* Donors a joiner remembers as done (pull.h): past this, the oldest is
+ * forgotten, and asked again at worst once more. */
+#define PULL_DONE_MAX	64
+
 /* Per chunk and donor: where that request stands. */
 enum { ASK_NONE, ASK_PENDING, ASK_ANSWERED, ASK_FAILED };
 
@@ -91,10 +101,11 @@ struct pull_join {
 	uint64_t step;
 	int failed;
 	int nomodel;              /* donors out for holding no model yet */
+	int take_done;            /* every live member was done: take them */
 	int lowest;               /* start agreement: no live member is below us */
 	enum gossip_values fmt;   /* every chunk of this attempt is asked in it */
 	uint64_t bytes;           /* of values in the answers taken */
-	uint64_t requests, reasks, refused, timeouts, stale, malformed;
+	uint64_t requests, reasks, refused, timeouts, stale, malformed, finished;
 	uint64_t rejected[GOSSIP_REFUSE_N];
 };
 
@@ -105,6 +116,11 @@ struct pull {
 	enum gossip_values values; /* a joiner asks for (pull_set_values) */
 	int joining;              /* no model yet: pull before serving */
 	int ready;                /* holds the job's model: may serve it */
+	int done;                 /* its training is over (pull_set_done) */
+	/* A joiner's: members whose CHUNKs said their training is over,
+	 * a ring of the latest PULL_DONE_MAX. */
+	char done_addrs[PULL_DONE_MAX][WIRE_ADDR_MAX + 1];
+	size_t ndone, done_next;
 	double first_seen;        /* when a joiner first knew a member; < 0 not yet */
 	double retry_at;          /* after a failed attempt: the next, not before */
 	/* A joiner alone (pull.h): since when, how long it may last, whether
@@ -158,6 +174,7 @@ pull_chunk_decode(const uint8_t *buf, size_t len, struct pull_chunk *c)
 	c->step = wire_get_u64(buf + 24);
 	c->status = (int32_t)wire_get_u32(buf + 32);
 	c->fmt = (enum gossip_values)buf[36];
+	c->done = (buf[37] & PULL_CHUNK_DONE) != 0;
 	c->values = buf + PULL_CHUNK_HEADER;
 	if (c->status > 0 || buf[36] >= GOSSIP_VALUES_N)
 		return -EBADMSG;
@@ -239,6 +256,12 @@ void
 pull_set_ready(struct pull *p, int ready)
 {
 	p->ready = ready;
+}
+
+void
+pull_set_done(struct pull *p, int done)
+{
+	p->done = done;
 }
 
 void
@@ -326,6 +349,7 @@ pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
 	wire_put_u64(p->wire + 16, r.len);
 	wire_put_u64(p->wire + 24, p->ops.step(p->ops.arg));
 	p->wire[36] = (uint8_t)r.fmt;
+	p->wire[37] = p->done ? PULL_CHUNK_DONE : 0;
 	gossip_values_put(p->wire + PULL_CHUNK_HEADER, p->slice, r.len, r.fmt);
 	p->ops.send(p->ops.arg, from, PULL_T_CHUNK, p->wire,
 	    PULL_CHUNK_HEADER + gossip_values_bytes(r.fmt, r.len), NULL, NULL);
@@ -526,12 +550,61 @@ pull_agree_order(const struct pull *p, struct pull_join *j, const char *const *l
 	order[low] = t;
 }
 
+static int
+pull_is_done(const struct pull *p, const char *addr)
+{
+	for (size_t i = 0; i < p->ndone; i++) {
+		if (strcmp(p->done_addrs[i], addr) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Donor di's training is over: remembered, so that the next attempts
+ * draw among members still training, and out of this one. */
+static void
+pull_donor_done(struct pull *p, int di, double now)
+{
+	struct pull_join *j = p->join;
+
+	j->finished++;
+	if (!pull_is_done(p, j->donors[di].addr)) {
+		snprintf(p->done_addrs[p->done_next], sizeof(p->done_addrs[0]), "%s",
+		    j->donors[di].addr);
+		p->done_next = (p->done_next + 1) % PULL_DONE_MAX;
+		if (p->ndone < PULL_DONE_MAX)
+			p->ndone++;
+	}
+	log_info("bootstrap: donor %s has finished training, so its model may lag the job's; "
+	    "the others make up for it", j->donors[di].addr);
+	pull_donor_fail(p, di, now);
+}
+
+/* Moves the members not known to be done to the front of order[0..n),
+ * keeping their draw; returns how many there are. */
+static size_t
+pull_training_first(const struct pull *p, const char *const *live, size_t *order, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!pull_is_done(p, live[order[i]])) {
+			size_t t = order[i];
+
+			memmove(order + k + 1, order + k, (i - k) * sizeof(*order));
+			order[k++] = t;
+		}
+	}
+	return k;
+}
+
 /* A new attempt: donors drawn at random among live (so that joiners
- * spread the load), each chunk asked of every one. */
+ * spread the load), members still training first, each chunk asked of
+ * every one. */
 static int
 pull_start(struct pull *p, double now, const char *const *live, size_t n)
 {
-	size_t d = p->m->d, *order = malloc(n * sizeof(*order));
+	size_t d = p->m->d, *order = malloc(n * sizeof(*order)), training;
 	struct pull_join *j = calloc(1, sizeof(*j));
 	int rc = -ENOMEM;
 
@@ -563,8 +636,14 @@ pull_start(struct pull *p, double now, const char *const *live, size_t n)
 		order[i - 1] = order[k];
 		order[k] = t;
 	}
-	if (p->agree && n > 0)
+	if (p->agree && n > 0) {
 		pull_agree_order(p, j, live, n, order);
+	} else if (n > 0 && (training = pull_training_first(p, live, order, n)) > 0) {
+		n = training;
+	} else if (n > 0) {
+		j->take_done = 1;
+		log_info("bootstrap: every live member has finished training; pulling from them");
+	}
 	for (size_t i = 0; i < n && j->ndonors < PULL_MAX_DONORS; i++)
 		snprintf(j->donors[j->ndonors++].addr, sizeof(j->donors[0].addr), "%s",
 		    live[order[i]]);
@@ -815,6 +894,10 @@ pull_take(struct pull *p, double now, const char *from, const uint8_t *buf, size
 	} else if (gc.status < 0 || gc.off != c->off || gc.len != c->len || gc.fmt != j->fmt) {
 		j->refused++;
 		c->ask[di] = ASK_FAILED;
+	} else if (gc.done && !j->take_done && !p->agree) {
+		/* Out first, so that asking the chunk again skips it. */
+		c->ask[di] = ASK_FAILED;
+		pull_donor_done(p, di, now);
 	} else {
 		float *v = pull_answer(j, c, di);
 
@@ -917,14 +1000,16 @@ pull_join_json(const struct pull_join *j)
 		json_object_set_new(rej, gossip_refusal_name((enum gossip_refusal)i),
 		    json_integer((json_int_t)j->rejected[i]));
 	return json_pack(
-	    "{s:o, s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "donors",
+	    "{s:o, s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
+	    "donors",
 	    donors, "rejected", rej, "values", gossip_values_name(j->fmt),
 	    "bytes", (json_int_t)j->bytes,
 	    "chunks", (json_int_t)j->nchunks, "received", (json_int_t)j->have,
 	    "requests", (json_int_t)j->requests, "reasked", (json_int_t)j->reasks,
 	    "refused", (json_int_t)j->refused, "timeouts", (json_int_t)j->timeouts,
 	    "stale", (json_int_t)j->stale, "malformed", (json_int_t)j->malformed,
-	    "step", (json_int_t)j->step, "failed", j->failed);
+	    "finished", (json_int_t)j->finished, "step", (json_int_t)j->step,
+	    "failed", j->failed);
 }
 
 int

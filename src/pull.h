@@ -32,6 +32,16 @@
  * others' (gossip's GOSSIP_FAR_GAMMA, see pull.c), and a donor never
  * serves values of its own that are not finite.
  *
+ * A donor whose training is over (pull_set_done: it spent its budget and
+ * lingers, or closes) says so in its CHUNKs: its model stopped where its
+ * budget ended, which may lie thousands of steps behind a job that goes
+ * on (in a 30-minute soak a joiner that drew three joiners with short
+ * budgets, done long before, started at step 1,624 of a job near 10,000,
+ * nine times the job's consensus distance away). A joiner drops such a
+ * donor's answers as it would a gone one's, remembers it, and draws its
+ * next donors among members not known to be done; when every live member
+ * it sees is done (the job is over), it pulls from them.
+ *
  * The same pull gives a fresh job one starting model (pull_agree: an
  * attached process's peer, start = agree in gossipd(8)), always in fp32:
  * every peer of the job must hold the very parameters of the peer that
@@ -148,6 +158,9 @@ int pull_stranded(const struct pull *p);
 /* Whether the model holds the job's values, which a donor serves only
  * then (at pull_new: when not joining). */
 void pull_set_ready(struct pull *p, int ready);
+/* This peer's training is over (its budget spent; it lingers or closes):
+ * its CHUNKs say so from now on (see top). */
+void pull_set_done(struct pull *p, int done);
 /* A start agreement (see top) instead of a joiner's pull: self is this
  * peer's address as the others know it; after timeout seconds from the
  * first pull_members it starts from its own model. */
@@ -179,6 +192,7 @@ struct pull_chunk {
 	uint64_t id, off, len, step;
 	int status;               /* 0 served, else a negative errno */
 	enum gossip_values fmt;
+	int done;                 /* the donor's training is over */
 	const uint8_t *values;    /* gossip_values_bytes(fmt, len) of them */
 };
 void pull_req_encode(uint8_t out[PULL_REQ_SIZE], const struct pull_req *r);

@@ -276,6 +276,13 @@ rounds_close_next(struct rounds *r, double now)
 	rounds_schedule(r, now);
 }
 
+void
+rounds_trained(struct rounds *r)
+{
+	if (r != NULL)
+		pull_set_done(r->pull, 1);
+}
+
 int
 rounds_close_begin(struct rounds *r, double now)
 {

@@ -100,6 +100,9 @@ void rounds_peer_down(struct rounds *r, double now, const char *addr);
  * fails at once, from the rounds timer (gossip_partner_down); a pull
  * keeps its donor, which may still answer. */
 void rounds_partner_gone(struct rounds *r, double now, const char *addr);
+/* The trainer's budget is spent: the model moves only by exchanges from
+ * now on, and the pull tells joiners so (pull.h). */
+void rounds_trained(struct rounds *r);
 /* The trainer's budget is spent: enter the closing phase (closing.h) and
  * return 1, or 0 when this peer has none (close_budget 0). It ends in
  * ops' closed. */

@@ -17,7 +17,8 @@
  * for fp32 (the starter's model bit for bit); a CHUNK whose length is not
  * its format's, or whose format is unknown, is malformed. A joiner
  * that knows no live member says so after a second and gives up after its
- * wait, unless a member appears first.
+ * wait, unless a member appears first. Donors whose training is over
+ * are dropped while members still training are left to pull from.
  */
 #include <errno.h>
 #include <math.h>
@@ -970,6 +971,85 @@ test_donors_fail(void)
 	teardown();
 }
 
+/* Is every donor the running pull chose among who[0..n)? */
+static int
+chosen_among(const int *who, int n)
+{
+	int got[PULL_MAX_DONORS], k = chosen(got);
+
+	for (int i = 0; i < k; i++) {
+		int in = 0;
+
+		for (int w = 0; w < n; w++)
+			in |= got[i] == who[w];
+		if (!in)
+			return 0;
+	}
+	return k;
+}
+
+/* Donors whose training is over say so in their CHUNKs; a joiner drops
+ * them while members still training are left: when all it drew are done
+ * the attempt fails and the next draws among the others (case 0); one
+ * done donor among training ones is made up for (case 1); when every
+ * live member is done it pulls from them (case 2). */
+static void
+test_done(void)
+{
+	static const int training[] = { 4, 5 }, both[] = { 1, 3 }, all[] = { 1, 2 };
+	int who[PULL_MAX_DONORS];
+	struct pull_chunk c;
+
+	setup(5);
+	ask(0, 1, 1, 0, 8, &c);
+	CHECK(c.status == 0 && !c.done);
+	flush();
+	for (int i = 1; i <= 3; i++)
+		pull_set_done(peers[i].p, 1);
+	ask(0, 1, 1, 0, 8, &c);
+	CHECK(c.status == 0 && c.done && c.step == 11);
+	flush();
+	/* Case 0: only the done ones are live at first. */
+	peers[4].up = peers[5].up = 0;
+	members(3);
+	CHECK(chosen(who) == 3);
+	pump(0, -1);
+	CHECK(pulled == 0 && jstat("bootstrap", "chunks") == -1);
+	peers[4].up = peers[5].up = 1;
+	now += PULL_RETRY;
+	members(5);
+	CHECK(chosen_among(training, 2) == 2);
+	pump(0, -1);
+	CHECK(pulled == 1 && mean_of(0, d, training, 2) && pulled_step == 15);
+	teardown();
+
+	/* Case 1: one done donor of three. */
+	setup(3);
+	pull_set_done(peers[2].p, 1);
+	members(3);
+	CHECK(chosen(who) == 3);
+	pump(0, -1);
+	CHECK(pulled == 1 && mean_of(0, d, both, 2));
+	CHECK(strstr(pulled_donors, peers[2].addr) == NULL);
+	teardown();
+
+	/* Case 2: every live member is done (the job is over). */
+	setup(2);
+	pull_set_done(peers[1].p, 1);
+	pull_set_done(peers[2].p, 1);
+	members(2);
+	now = PULL_DONOR_WAIT;
+	members(2);
+	pump(0, -1);
+	CHECK(pulled == 0);
+	now += PULL_RETRY;
+	members(2);
+	CHECK(jstat("bootstrap", "finished") == 0);
+	pump(0, -1);
+	CHECK(pulled == 1 && mean_of(0, d, all, 2));
+	teardown();
+}
+
 static void
 test_joins(void)
 {
@@ -991,6 +1071,7 @@ static const struct check_case cases[] = {
 	{ "pull_slots", test_slots },
 	{ "pull_alone", test_alone },
 	{ "pull_donors_fail", test_donors_fail },
+	{ "pull_done", test_done },
 	{ NULL, NULL }
 };
 
