@@ -2,18 +2,25 @@
  * pull: see pull.h. Layouts (little-endian):
  *
  * PULL   0 id(u64)  8 off(u64)  16 len(u64)  24 values(u8: the format asked,
- *        enum gossip_values as in gossip_wire.h)
+ *        enum gossip_values as in gossip_wire.h, in the low 7 bits; the
+ *        high bit PULL_REQ_DONE_OK: a donor whose training is over may
+ *        answer)
  * CHUNK  0 id(u64)  8 off(u64)  16 len(u64)  24 step(u64)  32 status(i32)
- *        36 values(u8: the format asked)  37 flags(u8: PULL_CHUNK_DONE, the
- *        donor's training is over)  38 0(2 bytes)  40 len values in
+ *        36 values(u8: the format asked)  37 0(3 bytes)  40 len values in
  *        that format, gossip_values_bytes of them (an error CHUNK: len and
  *        step 0, no values)
  *
  * Before the format byte a PULL took 24 bytes and a CHUNK carried fp32
  * only: such peers and these cannot pull from each other (each counts the
- * other's PULL malformed; the joiner's requests time out). The flags byte
- * was 0 before it had a meaning, so a donor that predates it reads as one
- * that still trains.
+ * other's PULL malformed; the joiner's requests time out). A donor that
+ * predates PULL_REQ_DONE_OK counts a PULL with it malformed, so a joiner
+ * whose every live member is done cannot pull from such donors; the bit
+ * is 0 in every other PULL, which such donors serve.
+ *
+ * A done donor asked without PULL_REQ_DONE_OK answers -ESTALE, without
+ * values: in a first version it sent its values flagged done, and a
+ * joiner that drew done donors four times at the end of a soak received
+ * 3.2 times the model to keep 0.8 of it.
  *
  * A request id names the chunk (low 24 bits), the donor (next 8) and the
  * generation of that chunk's requests (high 32), so a late answer to a
@@ -62,8 +69,8 @@ const struct proto pull_proto = {
 	"model pull", PULL_T_FIRST, PULL_T_LAST, pull_type_names
 };
 
-/* CHUNK flags. */
-#define PULL_CHUNK_DONE	0x01
+/* PULL's format byte: a done donor may answer. */
+#define PULL_REQ_DONE_OK	0x80
 
 /* Donors a joiner remembers as done (pull.h): past this, the oldest is
  * forgotten, and asked again at worst once more. */
@@ -117,8 +124,8 @@ struct pull {
 	int joining;              /* no model yet: pull before serving */
 	int ready;                /* holds the job's model: may serve it */
 	int done;                 /* its training is over (pull_set_done) */
-	/* A joiner's: members whose CHUNKs said their training is over,
-	 * a ring of the latest PULL_DONE_MAX. */
+	/* A joiner's: members that answered that their training is over
+	 * (-ESTALE), a ring of the latest PULL_DONE_MAX. */
 	char done_addrs[PULL_DONE_MAX][WIRE_ADDR_MAX + 1];
 	size_t ndone, done_next;
 	double first_seen;        /* when a joiner first knew a member; < 0 not yet */
@@ -148,18 +155,19 @@ pull_req_encode(uint8_t out[PULL_REQ_SIZE], const struct pull_req *r)
 	wire_put_u64(out, r->id);
 	wire_put_u64(out + 8, r->off);
 	wire_put_u64(out + 16, r->len);
-	out[24] = (uint8_t)r->fmt;
+	out[24] = (uint8_t)((unsigned)r->fmt | (r->done_ok ? PULL_REQ_DONE_OK : 0));
 }
 
 int
 pull_req_decode(const uint8_t *buf, size_t len, struct pull_req *r)
 {
-	if (len != PULL_REQ_SIZE || buf[24] >= GOSSIP_VALUES_N)
+	if (len != PULL_REQ_SIZE || (buf[24] & ~PULL_REQ_DONE_OK) >= GOSSIP_VALUES_N)
 		return -EBADMSG;
 	r->id = wire_get_u64(buf);
 	r->off = wire_get_u64(buf + 8);
 	r->len = wire_get_u64(buf + 16);
-	r->fmt = (enum gossip_values)buf[24];
+	r->fmt = (enum gossip_values)(buf[24] & ~PULL_REQ_DONE_OK);
+	r->done_ok = (buf[24] & PULL_REQ_DONE_OK) != 0;
 	return 0;
 }
 
@@ -174,7 +182,6 @@ pull_chunk_decode(const uint8_t *buf, size_t len, struct pull_chunk *c)
 	c->step = wire_get_u64(buf + 24);
 	c->status = (int32_t)wire_get_u32(buf + 32);
 	c->fmt = (enum gossip_values)buf[36];
-	c->done = (buf[37] & PULL_CHUNK_DONE) != 0;
 	c->values = buf + PULL_CHUNK_HEADER;
 	if (c->status > 0 || buf[36] >= GOSSIP_VALUES_N)
 		return -EBADMSG;
@@ -325,6 +332,9 @@ pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
 	 * first step (the vector holds zeros or half its values). */
 	if (p->joining || !p->ready)
 		status = -EAGAIN;
+	/* Its model stopped where its budget ended (pull.h). */
+	else if (p->done && !r.done_ok)
+		status = -ESTALE;
 	else if (r.len == 0 || r.len > PULL_CHUNK_FLOATS || r.off >= p->m->d ||
 	    r.len > p->m->d - r.off)
 		status = -ERANGE;
@@ -349,7 +359,6 @@ pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
 	wire_put_u64(p->wire + 16, r.len);
 	wire_put_u64(p->wire + 24, p->ops.step(p->ops.arg));
 	p->wire[36] = (uint8_t)r.fmt;
-	p->wire[37] = p->done ? PULL_CHUNK_DONE : 0;
 	gossip_values_put(p->wire + PULL_CHUNK_HEADER, p->slice, r.len, r.fmt);
 	p->ops.send(p->ops.arg, from, PULL_T_CHUNK, p->wire,
 	    PULL_CHUNK_HEADER + gossip_values_bytes(r.fmt, r.len), NULL, NULL);
@@ -378,7 +387,7 @@ pull_ask(struct pull *p, size_t ci, double now)
 	c->deadline = now + p->timeout;
 	for (int di = 0; di < j->ndonors; di++) {
 		struct pull_req r = { (uint64_t)c->gen << 32 | (uint64_t)di << 24 | ci, c->off,
-		    c->len, j->fmt };
+		    c->len, j->fmt, j->take_done || p->agree };
 
 		c->ask[di] = ASK_NONE;
 		if (j->donors[di].failed)
@@ -891,13 +900,13 @@ pull_take(struct pull *p, double now, const char *from, const uint8_t *buf, size
 		j->nomodel++;
 		c->ask[di] = ASK_FAILED;
 		pull_donor_fail(p, di, now);
-	} else if (gc.status < 0 || gc.off != c->off || gc.len != c->len || gc.fmt != j->fmt) {
-		j->refused++;
-		c->ask[di] = ASK_FAILED;
-	} else if (gc.done && !j->take_done && !p->agree) {
+	} else if (gc.status == -ESTALE) {
 		/* Out first, so that asking the chunk again skips it. */
 		c->ask[di] = ASK_FAILED;
 		pull_donor_done(p, di, now);
+	} else if (gc.status < 0 || gc.off != c->off || gc.len != c->len || gc.fmt != j->fmt) {
+		j->refused++;
+		c->ask[di] = ASK_FAILED;
 	} else {
 		float *v = pull_answer(j, c, di);
 

@@ -33,14 +33,15 @@
  * serves values of its own that are not finite.
  *
  * A donor whose training is over (pull_set_done: it spent its budget and
- * lingers, or closes) says so in its CHUNKs: its model stopped where its
- * budget ended, which may lie thousands of steps behind a job that goes
+ * lingers, or closes) answers -ESTALE unless the PULL says a done donor
+ * will do: its model stopped where its budget ended, which may lie thousands of steps behind a job that goes
  * on (in a 30-minute soak a joiner that drew three joiners with short
  * budgets, done long before, started at step 1,624 of a job near 10,000,
  * nine times the job's consensus distance away). A joiner drops such a
- * donor's answers as it would a gone one's, remembers it, and draws its
- * next donors among members not known to be done; when every live member
- * it sees is done (the job is over), it pulls from them.
+ * donor as it would a gone one, remembers it, and draws its next donors
+ * among members not known to be done; when every live member it sees is
+ * done (the job is over), it asks them, saying a done donor will do. So
+ * does a start agreement (no member is done before the job starts).
  *
  * The same pull gives a fresh job one starting model (pull_agree: an
  * attached process's peer, start = agree in gossipd(8)), always in fp32:
@@ -159,7 +160,7 @@ int pull_stranded(const struct pull *p);
  * then (at pull_new: when not joining). */
 void pull_set_ready(struct pull *p, int ready);
 /* This peer's training is over (its budget spent; it lingers or closes):
- * its CHUNKs say so from now on (see top). */
+ * it serves only PULLs that take a done donor from now on (see top). */
 void pull_set_done(struct pull *p, int done);
 /* A start agreement (see top) instead of a joiner's pull: self is this
  * peer's address as the others know it; after timeout seconds from the
@@ -187,12 +188,12 @@ int pull_stats_json(const struct pull *p, json_t *obj);
 struct pull_req {
 	uint64_t id, off, len;
 	enum gossip_values fmt;
+	int done_ok;              /* a donor whose training is over may answer */
 };
 struct pull_chunk {
 	uint64_t id, off, len, step;
 	int status;               /* 0 served, else a negative errno */
 	enum gossip_values fmt;
-	int done;                 /* the donor's training is over */
 	const uint8_t *values;    /* gossip_values_bytes(fmt, len) of them */
 };
 void pull_req_encode(uint8_t out[PULL_REQ_SIZE], const struct pull_req *r);

@@ -246,6 +246,19 @@ jstat(const char *sect, const char *key)
 	return v;
 }
 
+/* Donor i's counter key of its "pull" stats. */
+static long long
+pstat(int i, const char *key)
+{
+	json_t *o = json_object();
+	long long v;
+
+	REQUIRE(pull_stats_json(peers[i].p, o) == 0);
+	v = json_integer_value(json_object_get(json_object_get(o, "pull"), key));
+	json_decref(o);
+	return v;
+}
+
 /* The donors the running pull chose, as peer indices; returns how many. */
 static int
 chosen(int out[PULL_MAX_DONORS])
@@ -261,6 +274,9 @@ chosen(int out[PULL_MAX_DONORS])
 	json_decref(o);
 	return n;
 }
+
+/* ask_in's requests take a done donor. */
+static int done_ok;
 
 /* Does the pulled model equal on [off, off + len) the mean of the models
  * of donors who[0..n)? One donor's must come through bit for bit. */
@@ -287,7 +303,7 @@ static void
 ask_in(int from, int to, uint64_t id, uint64_t off, uint64_t len, enum gossip_values fmt,
     struct pull_chunk *c)
 {
-	struct pull_req r = { id, off, len, fmt };
+	struct pull_req r = { id, off, len, fmt, done_ok };
 	uint8_t buf[PULL_REQ_SIZE];
 
 	pull_req_encode(buf, &r);
@@ -419,8 +435,10 @@ test_codec_formats(void)
 	queue[0].buf[36] = GOSSIP_VALUES_N;
 	CHECK(pull_chunk_decode(queue[0].buf, queue[0].len, &c) == -EBADMSG);
 	flush();
-	r = (struct pull_req){ 3, 0, 10, GOSSIP_INT8 };
+	r = (struct pull_req){ 3, 0, 10, GOSSIP_INT8, 0 };
 	pull_req_encode(req, &r);
+	req[24] = GOSSIP_VALUES_N | 0x80;
+	CHECK(pull_req_decode(req, sizeof(req), &r) == -EBADMSG);
 	req[24] = GOSSIP_VALUES_N;
 	CHECK(pull_req_decode(req, sizeof(req), &r) == -EBADMSG);
 	pull_recv(peers[1].p, 0, peers[0].addr, PULL_T_PULL, req, sizeof(req));
@@ -988,11 +1006,12 @@ chosen_among(const int *who, int n)
 	return k;
 }
 
-/* Donors whose training is over say so in their CHUNKs; a joiner drops
- * them while members still training are left: when all it drew are done
- * the attempt fails and the next draws among the others (case 0); one
- * done donor among training ones is made up for (case 1); when every
- * live member is done it pulls from them (case 2). */
+/* Donors whose training is over refuse PULLs that do not take them; a
+ * joiner drops them while members still training are left: when all it
+ * drew are done the attempt fails and the next draws among the others
+ * (case 0); one done donor among training ones is made up for (case 1);
+ * when every live member is done it pulls from them (case 2). The done
+ * donors' refusals carry no values (no bytes pulled in vain). */
 static void
 test_done(void)
 {
@@ -1001,19 +1020,25 @@ test_done(void)
 	struct pull_chunk c;
 
 	setup(5);
-	ask(0, 1, 1, 0, 8, &c);
-	CHECK(c.status == 0 && !c.done);
-	flush();
 	for (int i = 1; i <= 3; i++)
 		pull_set_done(peers[i].p, 1);
+	/* A done donor serves only a PULL that takes one, the flag
+	 * round-tripping through the codec. */
 	ask(0, 1, 1, 0, 8, &c);
-	CHECK(c.status == 0 && c.done && c.step == 11);
+	CHECK(c.status == -ESTALE && c.len == 0);
+	flush();
+	done_ok = 1;
+	ask(0, 1, 1, 0, 8, &c);
+	done_ok = 0;
+	CHECK(c.status == 0 && c.len == 8 && c.step == 11);
 	flush();
 	/* Case 0: only the done ones are live at first. */
 	peers[4].up = peers[5].up = 0;
 	members(3);
 	CHECK(chosen(who) == 3);
 	pump(0, -1);
+	CHECK(pstat(1, "chunks_served") == 1 && pstat(2, "chunks_served") == 0 &&
+	    pstat(3, "chunks_served") == 0);
 	CHECK(pulled == 0 && jstat("bootstrap", "chunks") == -1);
 	peers[4].up = peers[5].up = 1;
 	now += PULL_RETRY;
