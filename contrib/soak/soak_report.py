@@ -186,7 +186,10 @@ def accuracy_at(polls, events, mark):
             continue
         # Before a mark, the polls of its last 15 s (a poll of 64 busy
         # peers took up to 8 s): the peers running then.
-        if (mark == "final poll" and t >= t_mark) or (mark != "final poll" and t_mark - 15 <= t < t_mark):
+        # events.log keeps hundredths of a second, the polls microseconds:
+        # the final poll's first answers may come before the mark as read.
+        if (mark == "final poll" and t >= t_mark - 0.005) or \
+                (mark != "final poll" and t_mark - 15 <= t < t_mark - 0.005):
             last[s] = (st["accuracy"], st.get("state"))
     return last
 
