@@ -232,31 +232,25 @@ members(int n)
 	pull_members(peers[0].p, now, addrs, live(addrs, n));
 }
 
-/* A counter of the joiner's stats section sect; -1 when absent. */
+/* A counter of peer i's stats section sect; -1 when absent. */
 static long long
-jstat(const char *sect, const char *key)
+peer_stat(int i, const char *sect, const char *key)
 {
 	json_t *o = json_object(), *s;
 	long long v = -1;
 
-	REQUIRE(pull_stats_json(peers[0].p, o) == 0);
+	REQUIRE(pull_stats_json(peers[i].p, o) == 0);
 	if ((s = json_object_get(o, sect)) != NULL)
 		v = json_integer_value(json_object_get(s, key));
 	json_decref(o);
 	return v;
 }
 
-/* Donor i's counter key of its "pull" stats. */
+/* The joiner's. */
 static long long
-pstat(int i, const char *key)
+jstat(const char *sect, const char *key)
 {
-	json_t *o = json_object();
-	long long v;
-
-	REQUIRE(pull_stats_json(peers[i].p, o) == 0);
-	v = json_integer_value(json_object_get(json_object_get(o, "pull"), key));
-	json_decref(o);
-	return v;
+	return peer_stat(0, sect, key);
 }
 
 /* The donors the running pull chose, as peer indices; returns how many. */
@@ -274,9 +268,6 @@ chosen(int out[PULL_MAX_DONORS])
 	json_decref(o);
 	return n;
 }
-
-/* ask_in's requests take a done donor. */
-static int done_ok;
 
 /* Does the pulled model equal on [off, off + len) the mean of the models
  * of donors who[0..n)? One donor's must come through bit for bit. */
@@ -297,19 +288,28 @@ mean_of(size_t off, size_t len, const int *who, int n)
 	return 1;
 }
 
-/* Ask donor `to` for [off, off+len) in fmt as peer `from` and return its
- * CHUNK, decoded, left in queue[0]. */
+/* Send request r to donor `to` as peer `from` and return its CHUNK,
+ * decoded, left in queue[0]. */
+static void
+ask_req(int from, int to, const struct pull_req *r, struct pull_chunk *c)
+{
+	uint8_t buf[PULL_REQ_SIZE];
+
+	pull_req_encode(buf, r);
+	pull_recv(peers[to].p, 0, peers[from].addr, PULL_T_PULL, buf, sizeof(buf));
+	REQUIRE(nq == 1 && queue[0].type == PULL_T_CHUNK && queue[0].to == from);
+	REQUIRE(pull_chunk_decode(queue[0].buf, queue[0].len, c) == 0);
+}
+
+/* Ask donor `to` for [off, off+len) in fmt, as a joiner that takes no
+ * done donor. */
 static void
 ask_in(int from, int to, uint64_t id, uint64_t off, uint64_t len, enum gossip_values fmt,
     struct pull_chunk *c)
 {
-	struct pull_req r = { id, off, len, fmt, done_ok };
-	uint8_t buf[PULL_REQ_SIZE];
+	struct pull_req r = { id, off, len, fmt, 0 };
 
-	pull_req_encode(buf, &r);
-	pull_recv(peers[to].p, 0, peers[from].addr, PULL_T_PULL, buf, sizeof(buf));
-	REQUIRE(nq == 1 && queue[0].type == PULL_T_CHUNK && queue[0].to == from);
-	REQUIRE(pull_chunk_decode(queue[0].buf, queue[0].len, c) == 0);
+	ask_req(from, to, &r, c);
 }
 
 static void
@@ -1027,9 +1027,7 @@ test_done(void)
 	ask(0, 1, 1, 0, 8, &c);
 	CHECK(c.status == -ESTALE && c.len == 0);
 	flush();
-	done_ok = 1;
-	ask(0, 1, 1, 0, 8, &c);
-	done_ok = 0;
+	ask_req(0, 1, &(struct pull_req){ 1, 0, 8, GOSSIP_FP32, 1 }, &c);
 	CHECK(c.status == 0 && c.len == 8 && c.step == 11);
 	flush();
 	/* Case 0: only the done ones are live at first. */
@@ -1037,8 +1035,9 @@ test_done(void)
 	members(3);
 	CHECK(chosen(who) == 3);
 	pump(0, -1);
-	CHECK(pstat(1, "chunks_served") == 1 && pstat(2, "chunks_served") == 0 &&
-	    pstat(3, "chunks_served") == 0);
+	CHECK(peer_stat(1, "pull", "chunks_served") == 1 &&
+	    peer_stat(2, "pull", "chunks_served") == 0 &&
+	    peer_stat(3, "pull", "chunks_served") == 0);
 	CHECK(pulled == 0 && jstat("bootstrap", "chunks") == -1);
 	peers[4].up = peers[5].up = 1;
 	now += PULL_RETRY;
