@@ -21,15 +21,19 @@
  * - a crash: the peer stops at once and messages to it vanish; their
  *   senders' transport gives up TRANSPORT_DEFAULT_TIMEOUT_MS after each
  *   such send (sent callback -ETIMEDOUT, then member_peer_down), as for a
- *   host that lost power: no FIN, no early error. Or (--crash refused)
- *   as for a process killed on a host that stays up, the case of the live
- *   tests on 127.0.0.1: its kernel refuses the connection, and the sender
- *   hears so one round trip after each such send;
+ *   host that lost power: no FIN, no early error. This is also what the
+ *   live transport does when a process is killed on a host that stays
+ *   up, as in the live tests on 127.0.0.1: its kernel refuses the
+ *   connection, but libfabric's tcp provider keeps the send and the peer
+ *   is failed at the deadline (contrib/bench/membership.sh). Or (--crash
+ *   refused) as for a transport that heard the refusal: the sender hears
+ *   so one round trip after each such send;
  * - a clean leave (member_leave; gone once member_leave_done), and fresh
  *   joins through one random live member.
  *
  * Not modelled: CPU (every call takes no time, so a peer starved of its
- * core, behind the live 13 s figure in gossipd(8), never answers late);
+ * core never answers late: 32 live peers polled twenty times a second
+ * took 7-12 s to be dead everywhere, unpolled 3 s, as simulated);
  * bandwidth and the transport's queues, handshakes, chunked bodies and
  * acknowledgements (a message takes its link's latency whatever its size;
  * bytes are counted, not paced); jitter and reordering other than by
@@ -797,7 +801,8 @@ sim_usage(FILE *f)
 	    "      --gap-s S        seconds between two events (default 15)\n"
 	    "      --crash silent|refused  a killed peer's host is lost, its senders'\n"
 	    "                       transport gives up after %u ms (silent, the default),\n"
-	    "                       or stays up and refuses connections (refused)\n"
+	    "                       as it does for a killed process on a host that stays\n"
+	    "                       up, or hears the refusal at once (refused)\n"
 	    "  -h, --help           this text\n", SIM_MAX_SITES,
 	    (unsigned)TRANSPORT_DEFAULT_TIMEOUT_MS);
 }
