@@ -102,7 +102,11 @@ static const struct config_key config_keys[] = {
 	{ "stale_after", 0, "SECONDS", CT_DOUBLE, OFF(stale_after), 0, 1e6, NULL, 1,
 	  "adaptive: a link unused this long is a candidate again (default: 10)" },
 	{ "exchange_timeout", 0, "SECONDS", CT_DOUBLE, OFF(exchange_timeout), 0.01, 3600, NULL, 1,
-	  "deadline of one exchange or model-chunk pull (default: 5)" },
+	  "deadline of one exchange (sooner over a measured link: exchange_patience) or"
+	  " model-chunk pull (default: 5)" },
+	{ "exchange_patience", 0, "X", CT_DOUBLE, OFF(exchange_patience), 0, 1e6, NULL, 1,
+	  "an exchange over a measured link may take X times its usual time, at least 0.25 s"
+	  " (0: exchange_timeout always; default: 8)" },
 	{ "clip_factor", 0, "X", CT_DOUBLE, OFF(clip_factor), 0, 1000, NULL, 1,
 	  "robust mixing: a received slice farther from this peer's values than X times the"
 	  " members' median distance is pulled in to that radius, and a member whose slices"
@@ -363,6 +367,7 @@ config_defaults(struct config *c)
 	c->bw_ratio = 4;
 	c->stale_after = 10;
 	c->exchange_timeout = 5;
+	c->exchange_patience = 8;
 	c->clip_factor = 2;
 	c->start_timeout = 60;
 	c->outer_lr = 1;

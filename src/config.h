@@ -56,6 +56,7 @@ struct config {
 	double bw_ratio;           /* adaptive: candidates >= max bandwidth / bw_ratio */
 	double stale_after;        /* adaptive: seconds before an unused link is retried */
 	double exchange_timeout;   /* seconds an exchange or model pull may take */
+	double exchange_patience;  /* times a link's usual exchange time (rounds_patience) */
 	double clip_factor;        /* trust.h: radius / median distance; 0 off */
 	double outer_lr;           /* outer step (outer.h): learning rate */
 	double outer_momentum;     /* its Nesterov momentum */

@@ -57,7 +57,7 @@ struct daemon {
 	uv_timer_t rounds_timer;       /* their next deadline */
 	uv_async_t step_async;         /* the trainer finished a step */
 	uv_async_t wake;
-	uv_signal_t signals[2];        /* SIGTERM, SIGINT: leave */
+	uv_signal_t signals[3];        /* SIGTERM, SIGINT: leave; SIGCONT */
 	struct commands_pending *pending;
 	int trained;                   /* the trainer reported DONE or FAILED */
 	int exit_code;

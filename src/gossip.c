@@ -29,6 +29,9 @@
 
 /* Weight of a new sample in the consensus-distance EWMA. */
 #define GOSSIP_DIST_ALPHA 0.1
+/* How soon after an exchange a SIGCONT's handler may run and the gap that
+ * exchange ended still be the stop's (gossip_resumed). */
+#define GOSSIP_RESUME_SLACK_S 0.1
 
 /* Buffers of one role; they grow to the largest exchange and stay. */
 struct gossip_scratch {
@@ -71,6 +74,10 @@ struct gossip {
 	uint64_t rejected[GOSSIP_REFUSE_N];
 	uint64_t own_nonfinite;   /* own values withheld: not finite */
 	double far_ratio_max;     /* largest accepted distance / scale */
+	/* Time between two exchanges (initiated or served): the last one's
+	 * end (< 0 before the first: a joiner's pull is no gap), the
+	 * longest, when it ended and the longest before it (gossip_resumed). */
+	double gap_from, gap_longest, gap_longest_end, gap_longest_was;
 };
 
 static const char *const gossip_type_names[GOSSIP_T_LAST - GOSSIP_T_FIRST + 1] = {
@@ -145,6 +152,7 @@ gossip_new(const struct gossip_params *p, struct model *m, const struct gossip_o
 	g->m = m;
 	g->ops = *ops;
 	g->distance = -1;
+	g->gap_from = -1;
 	g->distance_rel = -1;
 	g->ready = 1;
 	if (drift_new(&g->drift) < 0) {
@@ -250,6 +258,25 @@ gossip_active(const struct gossip *g)
 	return g->active;
 }
 
+void
+gossip_resumed(struct gossip *g, double now)
+{
+	if (g->gap_from < 0)
+		return;
+	/* An exchange noted in the loop's turn that ran before SIGCONT's
+	 * handler (the two come in together) ended a gap that holds the
+	 * stop. */
+	if (now - g->gap_longest_end < GOSSIP_RESUME_SLACK_S)
+		g->gap_longest = g->gap_longest_was;
+	g->gap_from = now;
+}
+
+double
+gossip_longest_gap(const struct gossip *g)
+{
+	return g->gap_longest;
+}
+
 uint64_t
 gossip_exchanges(const struct gossip *g)
 {
@@ -293,6 +320,18 @@ gossip_reserve(struct gossip_scratch *sc, size_t count, size_t wire_bytes)
 		sc->wcap = wire_bytes;
 	}
 	return 0;
+}
+
+/* One exchange more: the time since the last is a gap between them. */
+static void
+gossip_note_gap(struct gossip *g, double now)
+{
+	if (g->gap_from >= 0 && now - g->gap_from > g->gap_longest) {
+		g->gap_longest_was = g->gap_longest;
+		g->gap_longest = now - g->gap_from;
+		g->gap_longest_end = now;
+	}
+	g->gap_from = now;
 }
 
 /* Both sides now hold (mine + theirs) / 2 on sc's mask: mode delta's
@@ -538,6 +577,13 @@ gossip_start(struct gossip *g, double now, const char *addr)
 	return 0;
 }
 
+void
+gossip_set_deadline(struct gossip *g, double deadline)
+{
+	if (g->active && deadline < g->deadline)
+		g->deadline = deadline;
+}
+
 /* A REPLY without values: BUSY or REFUSED. */
 static void
 gossip_reply_status(struct gossip *g, const char *to, uint64_t nonce,
@@ -670,6 +716,7 @@ gossip_on_req(struct gossip *g, double now, const char *from, const uint8_t *buf
 	if (mix != GOSSIP_REFUSE_N)
 		return;
 	g->served++;
+	gossip_note_gap(g, now);
 	gossip_note_distance(g, rms, own_rms);
 	gossip_note_mixed(g, &g->serve);
 }
@@ -716,6 +763,7 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 	gossip_note_mixed(g, &g->own);
 	g->partner_step = r.step;
 	g->ok++;
+	gossip_note_gap(g, now);
 	gossip_finish(g, now, GOSSIP_OK, g->req_bytes + len);
 }
 

@@ -145,6 +145,10 @@ void gossip_set_tamper(struct gossip *g, gossip_tamper_fn fn, void *arg);
 void gossip_set_ready(struct gossip *g, int ready);
 /* Start an exchange with addr; -EBUSY if one is in flight. */
 int gossip_start(struct gossip *g, double now, const char *addr);
+/* Bring the deadline of the exchange in flight forward to `deadline`
+ * (never back): the caller knows how long exchanges with this partner
+ * take. Past it, the exchange times out as at exchange_timeout. */
+void gossip_set_deadline(struct gossip *g, double deadline);
 int gossip_active(const struct gossip *g);
 /* A gossip message (GOSSIP_T_FIRST..LAST) passed the transport. */
 void gossip_recv(struct gossip *g, double now, const char *from, uint8_t type,
@@ -161,6 +165,13 @@ double gossip_tick(struct gossip *g, double now);
  * next exchange from there (gossip_finish's done callback may). */
 void gossip_partner_down(struct gossip *g, double now, const char *addr);
 
+/* The longest time between two exchanges (initiated or served) from the
+ * first on; 0 before the second. A soak's bar on stalls reads it. */
+double gossip_longest_gap(const struct gossip *g);
+/* The process ran again after a stop (SIGSTOP, then SIGCONT): the time it
+ * was stopped is no gap between exchanges, so that a peer waiting on
+ * others is told apart from one frozen. */
+void gossip_resumed(struct gossip *g, double now);
 /* Exchanges finished (as initiator or responder). */
 uint64_t gossip_exchanges(const struct gossip *g);
 /* Smoothed RMS difference of own and partner values on exchanged

@@ -120,6 +120,8 @@ static const struct metric_def metric_defs[] = {
 	    "seconds training waited for an exchange older than --lag rounds" },
 	{ "status", "lag_waits", MK_NUMBER, "gossipd_lag_waits_total", C, NULL,
 	    "times training waited for an exchange older than --lag rounds" },
+	{ "status", "longest_gap_s", MK_NUMBER, "gossipd_exchange_gap_max_seconds", G, NULL,
+	    "longest time between two exchanges of this peer, time stopped (SIGSTOP) not counted" },
 	{ "status", "consensus_distance", MK_NUMBER, "gossipd_consensus_distance", G, NULL,
 	    "smoothed RMS difference between this peer's values and its partners' on exchanged coordinates (absent until measured)" },
 	{ "status", "consensus_distance_relative", MK_NUMBER, "gossipd_consensus_distance_ratio", G, NULL,

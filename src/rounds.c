@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,30 @@ rounds_gossip_params(struct rounds *r, struct gossip_params *gp)
 	}
 }
 
+double
+rounds_patience(const struct select_link *l, double patience, double timeout)
+{
+	double wait;
+
+	if (l == NULL || l->rtt <= 0 || patience <= 0)
+		return timeout;
+	wait = patience * l->rtt * ldexp(1, (int)(l->failures < 16 ? l->failures : 16));
+	return fmin(timeout, fmax(ROUNDS_PATIENCE_MIN_S, wait));
+}
+
+/* Start an exchange with partner, waiting for it only as long as the link
+ * needs (rounds_patience). */
+static int
+rounds_begin(struct rounds *r, double now, const char *partner)
+{
+	int rc = gossip_start(r->gossip, now, partner);
+
+	if (rc == 0)
+		gossip_set_deadline(r->gossip, now + rounds_patience(select_link(r->select,
+		    partner), r->cfg->exchange_patience, r->cfg->exchange_timeout));
+	return rc;
+}
+
 /* One exchange with a partner chosen by the select policy. With lag, the
  * round holds the trainer from lag rounds after its first step until the
  * exchange ends, BUSY retries included; a round that starts nothing
@@ -176,7 +201,7 @@ rounds_start(struct rounds *r, double now, const char *exclude)
 	trust_set_params(r->trust, &(struct trust_params){ r->cfg->clip_factor });
 	partner = select_pick(r->select, now, r->addrs, rounds_trusted(r, n), exclude);
 	/* -EDOM: our own values are not finite; the partner is not to blame. */
-	if (partner != NULL && (rc = gossip_start(r->gossip, now, partner)) < 0 && rc != -EDOM)
+	if (partner != NULL && (rc = rounds_begin(r, now, partner)) < 0 && rc != -EDOM)
 		select_record(r->select, partner, now, 0, 0, 0);
 	if (gossip_active(r->gossip) && r->cfg->lag > 0)
 		pace_hold(r->pace, r->round_step +
@@ -266,7 +291,7 @@ rounds_close_next(struct rounds *r, double now)
 	 * is to agree with all of them (closing.h). */
 	partner = r->addrs[closing_next_partner(&r->closing, n)];
 	gossip_restart_relative_distance(r->gossip);
-	rc = gossip_start(r->gossip, now, partner);
+	rc = rounds_begin(r, now, partner);
 	if (rc < 0 && rc != -EDOM)
 		select_record(r->select, partner, now, 0, 0, 0);
 	if (rc < 0)
@@ -473,6 +498,13 @@ rounds_partner_gone(struct rounds *r, double now, const char *addr)
 }
 
 void
+rounds_resumed(struct rounds *r, double now)
+{
+	if (r != NULL)
+		gossip_resumed(r->gossip, now);
+}
+
+void
 rounds_peer_down(struct rounds *r, double now, const char *addr)
 {
 	if (r == NULL)
@@ -656,6 +688,7 @@ rounds_status_json(const struct rounds *r, json_t *st)
 	pace_stats(r->pace, &waited, &waits);
 	json_object_set_new(st, "lag_wait_s", json_real(waited));
 	json_object_set_new(st, "lag_waits", json_integer((json_int_t)waits));
+	json_object_set_new(st, "longest_gap_s", util_json_real(gossip_longest_gap(r->gossip)));
 	json_object_set_new(st, "consensus_distance", dist < 0 ? json_null() :
 	    util_json_real(dist));
 	json_object_set_new(st, "consensus_distance_relative", rel < 0 ? json_null() :

@@ -41,6 +41,17 @@ server_signal(uv_signal_t *h, int signum)
 	daemon_begin_leave(h->data, strsignal(signum));
 }
 
+/* Stopped and continued (a debugger, an operator, a soak's SIGSTOP). */
+static void
+server_continued(uv_signal_t *h, int signum)
+{
+	struct daemon *d = h->data;
+
+	(void)signum;
+	log_info("continued after a stop");
+	rounds_resumed(d->rounds, util_now());
+}
+
 /* Runs on the loop thread whenever the trainer has news. */
 static void
 server_wake(uv_async_t *h)
@@ -531,6 +542,7 @@ server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 	 * Until here they keep their default action (tests/daemon.sh). */
 	uv_signal_start(&d->signals[0], server_signal, SIGTERM);
 	uv_signal_start(&d->signals[1], server_signal, SIGINT);
+	uv_signal_start(&d->signals[2], server_continued, SIGCONT);
 	if ((rc = control_open(d->loop, d->cfg.control, commands_handle, d, &d->control,
 	    err)) < 0)
 		goto runtime;

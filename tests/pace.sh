@@ -10,8 +10,9 @@ fleet_keygen "$FLEET_DIR/key"
 # Slow probes and long suspicion: the frozen peer stays alive in a's view
 # for the whole test (an exchange with a member no longer alive ends at
 # once), so only the exchange's own deadline (or the lag setting) frees
-# the trainer.
-FLEET_ARGS[a]="--lag 1 --exchange-timeout 3"
+# the trainer; patience 0 makes that deadline exchange_timeout (else it
+# is a fraction of a second once the link is measured).
+FLEET_ARGS[a]="--lag 1 --exchange-timeout 3 --exchange-patience 0"
 fleet_job "a b" --epochs 500 --eval-every 0 --probe-interval 20000 --probe-timeout 10000 \
 	--suspicion-timeout 60000 --seed 3
 

@@ -16,6 +16,7 @@
  * backoff, the decaying shun of an offender and a refusal counted without
  * one. The codec: a REQ and a REPLY encode to
  * the documented bytes, decode back, and every shorter prefix is refused.
+ * The longest gap between exchanges leaves a stop out.
  * The model pull is test_pull's.
  */
 #include <errno.h>
@@ -114,10 +115,10 @@ fake_step(void *arg)
 	return 7;
 }
 
-/* Deliver everything queued (and what that causes); drop == 1 loses
- * REPLYs. */
+/* Deliver everything queued (and what that causes) at now; drop == 1
+ * loses REPLYs. */
 static void
-pump(int drop_replies)
+pump_at(double now, int drop_replies)
 {
 	while (nq > 0) {
 		struct msg q = queue[0];
@@ -125,9 +126,15 @@ pump(int drop_replies)
 		memmove(queue, queue + 1, (size_t)(nq - 1) * sizeof(queue[0]));
 		nq--;
 		if (!(drop_replies && q.type == GOSSIP_T_REPLY))
-			gossip_recv(peers[q.to].g, 0.5, q.from, q.type, q.buf, q.len);
+			gossip_recv(peers[q.to].g, now, q.from, q.type, q.buf, q.len);
 		free(q.buf);
 	}
+}
+
+static void
+pump(int drop_replies)
+{
+	pump_at(0.5, drop_replies);
 }
 
 /* Distinct values everywhere, so "changed" and "mixed" are the same. */
@@ -238,6 +245,40 @@ test_exchange(enum gossip_mode mode, enum gossip_values values)
 	free(b0);
 	free(a1);
 	free(b1);
+	teardown();
+}
+
+/* One exchange p0 starts at t, answered at once. */
+static void
+exchange_at(double t)
+{
+	CHECK(gossip_start(peers[0].g, t, peers[1].addr) == 0);
+	pump_at(t, 0);
+	CHECK(peers[0].last == GOSSIP_OK);
+}
+
+/* The longest gap between exchanges, on both sides, and a stop's left
+ * out: an exchange that comes in just before SIGCONT's handler ended a
+ * gap that held the stop. */
+static void
+test_gap(void)
+{
+	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.1, "40-20-10", "40-20-10");
+	exchange_at(1);
+	CHECK(gossip_longest_gap(peers[0].g) == 0 && gossip_longest_gap(peers[1].g) == 0);
+	exchange_at(2);
+	exchange_at(5);
+	CHECKF(gossip_longest_gap(peers[0].g) == 3 && gossip_longest_gap(peers[1].g) == 3,
+	    "%g %g", gossip_longest_gap(peers[0].g), gossip_longest_gap(peers[1].g));
+	gossip_resumed(peers[0].g, 5.05);
+	CHECKF(gossip_longest_gap(peers[0].g) == 1, "%g", gossip_longest_gap(peers[0].g));
+	exchange_at(5.5);
+	CHECK(gossip_longest_gap(peers[0].g) == 1);
+	/* Long after the last exchange: the gap so far was the stop's. */
+	gossip_resumed(peers[0].g, 20);
+	exchange_at(20.5);
+	CHECK(gossip_longest_gap(peers[0].g) == 1);
+	CHECKF(gossip_longest_gap(peers[1].g) == 15, "%g", gossip_longest_gap(peers[1].g));
 	teardown();
 }
 
@@ -851,6 +892,7 @@ static const struct check_case cases[] = {
 	{ "gossip_behind", test_behind },
 	{ "gossip_select", test_select },
 	{ "gossip_codec", test_codec },
+	{ "gossip_gap", test_gap },
 	{ NULL, NULL }
 };
 

@@ -5,7 +5,8 @@
  * daemon's ops stand in for membership, the trainer and the transport).
  * A round starts every `interval` steps and not between; a partner that
  * answers BUSY is replaced twice, then the round gives up and lets the
- * trainer go; with lag the trainer is held lag rounds ahead until the
+ * trainer go; an exchange waits for its partner as long as the link's
+ * exchanges take, times a margin; with lag the trainer is held lag rounds ahead until the
  * exchange ends; the closing phase exchanges back to back with no step
  * until its byte budget is spent, ends at once with no member left, and a
  * leave ends it; a joiner pulls from the live members and is told the
@@ -15,6 +16,7 @@
  * past the deadline, the next lowest's when the source goes down.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +317,81 @@ test_busy_retries(void)
 	teardown();
 }
 
+/* Drop what is queued: a partner frozen mid-exchange. */
+static void
+lose_queue(void)
+{
+	for (int i = 0; i < nq; i++)
+		free(queue[i].buf);
+	nq = 0;
+}
+
+/* Exchanges of peer i that timed out. */
+static int
+timeouts(int i)
+{
+	json_t *st = json_object();
+	int n;
+
+	rounds_stats_json(peers[i].r, st);
+	n = (int)json_integer_value(json_object_get(json_object_get(st, "gossip"), "timeouts"));
+	json_decref(st);
+	return n;
+}
+
+/* A round of p0's: interval steps, its REQ out. */
+static void
+round_of_p0(void)
+{
+	int reqs = peers[0].reqs;
+
+	for (int k = 0; k < 4; k++)
+		step(0);
+	CHECK(peers[0].reqs == reqs + 1);
+}
+
+/* An unmeasured link gets exchange_timeout; a measured one patience
+ * times its exchange time, at least the floor, doubled per failure in a
+ * row; its next exchange that finishes is patient again. */
+static void
+test_patience(void)
+{
+	setup(2, -1);
+	round_of_p0();
+	CHECKF(peers[0].at == now + cfg.exchange_timeout, "unmeasured: deadline in %g s",
+	    peers[0].at - now);
+	now += 0.02;
+	pump();
+	CHECK(rounds_exchanges(peers[0].r) == 1);
+	/* 8 x 0.02 s is under the floor. */
+	round_of_p0();
+	CHECKF(fabs(peers[0].at - (now + ROUNDS_PATIENCE_MIN_S)) < 1e-9, "deadline in %g s",
+	    peers[0].at - now);
+	lose_queue();
+	advance(peers[0].at);
+	CHECKF(timeouts(0) == 1, "%d timeouts", timeouts(0));
+	/* One failure: 2 x 8 x 0.02 s. */
+	advance(now + 1);
+	round_of_p0();
+	CHECKF(fabs(peers[0].at - (now + 2 * cfg.exchange_patience * 0.02)) < 1e-9,
+	    "after a failure: deadline in %g s", peers[0].at - now);
+	now += 0.1;
+	pump();
+	CHECK(rounds_exchanges(peers[0].r) == 2);
+	/* The EWMA took the slow one in, and the failures are forgiven. */
+	round_of_p0();
+	CHECKF(peers[0].at - now > ROUNDS_PATIENCE_MIN_S && peers[0].at - now < 2 *
+	    cfg.exchange_patience * 0.1, "after a slow exchange: deadline in %g s",
+	    peers[0].at - now);
+	/* Patience 0: exchange_timeout, measured or not. */
+	cfg.exchange_patience = 0;
+	now += 0.1;
+	pump();
+	round_of_p0();
+	CHECK(peers[0].at == now + cfg.exchange_timeout);
+	teardown();
+}
+
 /* With lag 1 the trainer may not pass the next round's first step while
  * the exchange runs; its end lets go. */
 static void
@@ -544,6 +621,7 @@ test_agree_source_down(void)
 static const struct check_case cases[] = {
 	{ "rounds_interval", test_interval },
 	{ "rounds_busy_retries", test_busy_retries },
+	{ "rounds_patience", test_patience },
 	{ "rounds_lag", test_lag },
 	{ "rounds_closing", test_closing },
 	{ "rounds_pull", test_pull },

@@ -56,8 +56,9 @@
  *   pair of sites drawn from a range, bandwidth --site-mbit within a site
  *   and --net-ratio times less across. A message takes latency + bytes /
  *   bandwidth; links are not shared (no queueing, no congestion). An
- *   exchange is lost with --loss (it then fails at exchange_timeout, its
- *   REQ never delivered) and fails at exchange_timeout when its REPLY
+ *   exchange may take what rounds_patience gives its link (at most
+ *   exchange_timeout); it is lost with --loss (it then fails at that
+ *   deadline, its REQ never delivered) and fails at it when its REPLY
  *   would come later (a REQ that arrives after that is not mixed here,
  *   where the daemon would still mix it);
  * - what the daemon reports as consensus_distance: per peer, an EWMA
@@ -131,7 +132,7 @@ static struct {
 	int		block;
 	long		interval;
 	enum select_policy policy;
-	double		bw_ratio, stale_after, timeout;
+	double		bw_ratio, stale_after, timeout, patience;
 	int		sites;
 	double		site_bps, net_ratio;
 	double		local_min_s, local_max_s, remote_min_s, remote_max_s;
@@ -143,7 +144,7 @@ static struct {
 	const char	*series;
 	double		churn, churn_at, detect_s;	/* churn_at < 0: duration / 2 */
 } opt = { 100, 0, 1024, 1e8, GOSSIP_SAPS, GOSSIP_INT8, 0.04, 64, 4, SELECT_ADAPTIVE, 4, 10,
-	5, 3, 1e9 / 8, 10, 0.0001, 0.0005, 0.020, 0.050, 0, 8, 0.3, 1, 0.001, 0.01, 60, 1,
+	5, 8, 3, 1e9 / 8, 10, 0.0001, 0.0005, 0.020, 0.050, 0, 8, 0.3, 1, 0.001, 0.01, 60, 1,
 	0.3, 1, NULL, 0, -1, 3 };
 
 enum sim_ekind { SIM_ROUND, SIM_REQ, SIM_REPLY, SIM_BUSY, SIM_FAIL, SIM_CHURN, SIM_FORGET,
@@ -166,7 +167,7 @@ struct sim_ev {
 struct sim_xchg {
 	int		active;
 	int		to;
-	double		start;
+	double		start, wait;	/* wait: rounds_patience */
 	struct mask	mask;
 	float		*mine, *theirs;	/* k values each */
 	size_t		bytes;		/* both ways so far */
@@ -511,17 +512,18 @@ sim_start(int i, const char *exclude)
 	x->active = 1;
 	x->to = to;
 	x->start = now;
+	x->wait = rounds_patience(select_link(p->sel, pick), opt.patience, opt.timeout);
 	req = sim_wire_bytes(1);
 	x->bytes = req;
 	tally.bytes += req;
 	t_req = now + sim_latency(i, to) + (double)req / sim_bandwidth(i, to);
 	if (opt.loss > 0 && rng_uniform(&srng) < opt.loss) {
 		tally.lost++;
-		sim_ev_push(SIM_FAIL, now + opt.timeout, i);
-	} else if (t_req < now + opt.timeout) {
+		sim_ev_push(SIM_FAIL, now + x->wait, i);
+	} else if (t_req < now + x->wait) {
 		sim_ev_push(SIM_REQ, t_req, i);
 	} else {
-		sim_ev_push(SIM_FAIL, now + opt.timeout, i);
+		sim_ev_push(SIM_FAIL, now + x->wait, i);
 	}
 }
 
@@ -578,7 +580,7 @@ sim_on_req(int i)
 	/* a crashed partner never answers: the initiator times out */
 	if (r->st != SIM_UP) {
 		if (peers[i].st == SIM_UP)
-			sim_ev_push(SIM_FAIL, x->start + opt.timeout, i);
+			sim_ev_push(SIM_FAIL, x->start + x->wait, i);
 		return;
 	}
 	if (opt.mode == GOSSIP_DENSE && r->ex.active) {
@@ -596,11 +598,11 @@ sim_on_req(int i)
 	x->bytes += len;
 	tally.bytes += len;
 	if (now + sim_latency(x->to, i) + (double)len / sim_bandwidth(x->to, i) <
-	    x->start + opt.timeout)
+	    x->start + x->wait)
 		sim_ev_push(SIM_REPLY, now + sim_latency(x->to, i) +
 		    (double)len / sim_bandwidth(x->to, i), i);
 	else
-		sim_ev_push(SIM_FAIL, x->start + opt.timeout, i);
+		sim_ev_push(SIM_FAIL, x->start + x->wait, i);
 }
 
 static void
@@ -890,6 +892,7 @@ sim_usage(FILE *f)
 	    "      --bw-ratio X       select's bw_ratio (default 4)\n"
 	    "      --stale-after S    select's stale_after, seconds (default 10)\n"
 	    "      --timeout S        exchange_timeout, seconds (default 5)\n"
+	    "      --patience X       exchange_patience (default 8; 0: timeout always)\n"
 	    "      --sites S          sites, peers round-robin (default 3, at most %d)\n"
 	    "      --site-mbit M      bandwidth within a site, Mbit/s (default 1000)\n"
 	    "      --net-ratio R      within a site R times the bandwidth across (default 10)\n"
@@ -931,6 +934,7 @@ sim_parse(int argc, char **argv)
 		{ "bw-ratio", required_argument, NULL, 'r' },
 		{ "stale-after", required_argument, NULL, 'a' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "patience", required_argument, NULL, 'P' },
 		{ "sites", required_argument, NULL, 's' },
 		{ "site-mbit", required_argument, NULL, 'b' },
 		{ "net-ratio", required_argument, NULL, 'R' },
@@ -984,6 +988,7 @@ sim_parse(int argc, char **argv)
 		case 'r': rc = simopt_real("bw-ratio", optarg, 1, 1e6, &opt.bw_ratio); break;
 		case 'a': rc = simopt_real("stale-after", optarg, 0, 1e6, &opt.stale_after); break;
 		case 'T': rc = simopt_real("timeout", optarg, 0.01, 3600, &opt.timeout); break;
+		case 'P': rc = simopt_real("patience", optarg, 0, 1e6, &opt.patience); break;
 		case 's': rc = simopt_int("sites", optarg, 1, SIM_MAX_SITES, &opt.sites); break;
 		case 'b': rc = simopt_real("site-mbit", optarg, 1e-3, 1e9, &mbit); break;
 		case 'R': rc = simopt_real("net-ratio", optarg, 1, 1e6, &opt.net_ratio); break;

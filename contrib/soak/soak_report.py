@@ -8,12 +8,16 @@ slot, run, JSON) and events.log.
 Prints, as markdown:
 - events by kind (from events.log);
 - exchange gaps: per run of a peer, the median time between its exchanges
-  (its time training over its exchanges) and the longest time it surely
-  had none, nor a step (but in its closing phase, which takes none) (its count did not move from one poll to a later
-  one; shorter stalls than the polls' interval, about 1.5 s, go unseen),
-  outside any SIGSTOP of its own, while the chaos lasts; a peer with any of
-  these above twice the job's median time between exchanges is a stalled
-  one;
+  (its time training over its exchanges), the longest time between two of
+  them (the peer's own longest_gap_s at its last poll training while the
+  chaos lasts; the daemon leaves out a time it was stopped) and the
+  longest time it surely took no step (but in its closing phase, which
+  takes none) (its count did not move from one poll to a later one;
+  shorter ones than the polls' interval, about 1.5 s, go unseen), outside
+  any SIGSTOP of its own; a peer with any of these above twice the job's
+  median time between exchanges is a stalled one; the longest gaps that
+  ended after the chaos began (a run's longest rises only past its start's)
+  and, with BASELINE_DIR, the same figures without churn;
 - joiners: per run that pulled the model, the bytes its pull received
   against the model's size, and its consensus distance at the first poll
   after two of its own exchanges against the median of the other peers'
@@ -85,12 +89,15 @@ def overlaps(a, b, windows):
     return any(a < w1 + 2 and w0 - 2 < b for w0, w1 in windows)
 
 
-def gaps(runs, stops, t_end):
-    """Per run: (median s between exchanges, longest s without one,
+def gaps(runs, stops, t_end, t_chaos):
+    """Per run: (median s between exchanges, longest s between two,
     longest s without a step), over its polls while training, up to t_end:
     the end of the chaos (after it, a peer restarted late trains on while
     the others are done and no longer exchange, which is the job ending,
-    not a stall)."""
+    not a stall). Peers from before longest_gap_s are judged as the step
+    is, from the polls. A fourth figure: the longest gap that ended after
+    t_chaos, as far as the polls show it (a new longest; None when the
+    longest came before)."""
     rows = {}
     for (s, r), seq in runs.items():
         seq = [(t, st) for t, st in seq if st.get("state") in TRAINING and t < t_end]
@@ -117,7 +124,11 @@ def gaps(runs, stops, t_end):
                 elif not overlaps(last_t, t, stops.get(s, [])):
                     longest[key] = max(longest[key], t - last_t)
                 prev = t
-        rows[(s, r)] = ((t1 - t0) / (x1 - x0), longest["exchanges"], longest["step"])
+        daemon = seq[-1][1].get("longest_gap_s")
+        before = max((st.get("longest_gap_s") or 0 for t, st in seq if t <= t_chaos), default=0)
+        chaos = daemon if daemon is not None and daemon > before else None
+        rows[(s, r)] = ((t1 - t0) / (x1 - x0),
+                        longest["exchanges"] if daemon is None else daemon, longest["step"], chaos)
     return rows
 
 
@@ -253,20 +264,40 @@ def main(argv):
 
     runs = runs_of(polls)
     chaos_over = min((t for t, text in events if text == "chaos over"), default=final_poll(events))
-    g = gaps(runs, stopped_windows(events), chaos_over)
+    chaos_from = min((t for t, text in events if re.match(r"(kill|stop|leave|start p\d+ run \d+ pid \d+: --(join|resume))", text)),
+                     default=chaos_over)
+    g = gaps(runs, stopped_windows(events), chaos_over, chaos_from)
     bad = 0
     if g:
         job = statistics.median(v[0] for v in g.values())
-        stalled = [k for k, v in g.items() if max(v) > 2 * job]
+        stalled = [k for k, v in g.items() if max(v[:3]) > 2 * job]
         longest = sorted(v[1] for v in g.values())
         print(f"\nexchange gaps over {len(g)} runs: job median of medians {job:.2f} s;"
               f" per-run medians {min(v[0] for v in g.values()):.2f}-{max(v[0] for v in g.values()):.2f} s;"
-              f" longest seen without an exchange (stalls under a poll's interval go unseen):"
-              f" median {statistics.median(longest):.1f} s,"
-              f" max {longest[-1]:.1f} s; longest without a step: max {max(v[2] for v in g.values()):.1f} s;"
+              f" longest between two exchanges:"
+              f" median {statistics.median(longest):.2f} s,"
+              f" max {longest[-1]:.2f} s; longest without a step: max {max(v[2] for v in g.values()):.1f} s;"
               f" stalled (its median, or a time without an exchange or a step, above 2x the"
               f" job's median): {len(stalled)}"
-              + (f" {sorted(stalled)}" if stalled else ""))
+              + "".join(f"\n  p{k[0]} run {k[1]}: median {g[k][0]:.2f} s, between exchanges"
+                        f" {g[k][1]:.2f} s, without a step {g[k][2]:.1f} s" for k in sorted(stalled)))
+        chaos = sorted(v[3] for v in g.values() if v[3] is not None)
+        print(f"longest gaps that ended while the chaos lasted (a run's new longest after"
+              f" {chaos_from:.0f} s): {len(chaos)} runs"
+              + (f", median {statistics.median(chaos):.2f} s, max {chaos[-1]:.2f} s" if chaos else ""))
+        if len(argv) == 3:
+            bpolls, bevents = load(argv[2])
+            bg = gaps(runs_of(bpolls), {}, min((t for t, text in bevents if text == "chaos over"),
+                      default=final_poll(bevents)), chaos_from)
+            if bg:
+                bl = sorted(v[1] for v in bg.values())
+                bc = sorted(v[3] for v in bg.values() if v[3] is not None)
+                bjob = statistics.median(v[0] for v in bg.values())
+                print(f"without churn, {len(bg)} runs: job median {bjob:.2f} s; longest between two"
+                      f" exchanges: median {statistics.median(bl):.2f} s, max {bl[-1]:.2f} s;"
+                      f" above 2x the job's median: {sum(max(v[:3]) > 2 * bjob for v in bg.values())};"
+                      f" a new longest after {chaos_from:.0f} s: {len(bc)} runs"
+                      + (f", max {bc[-1]:.2f} s" if bc else ""))
         bad += len(stalled)
 
     j = joiners(polls, runs, events, params)
