@@ -60,16 +60,19 @@ bench_sod() {
 
 # bench_first ERE SINCE NAME...: for each NAME, the time (seconds of the
 # day) of the first line of its log at or after SINCE that matches ERE;
-# "-" for a log without one.
+# "-" for a log without one. One process reads every log: the wait below
+# asks five times a second, and a fork per peer would load the machine
+# whose timing it measures.
 bench_first() {
-	local ere=$1 since=$2 n
+	local ere=$1 since=$2 n files=()
 	shift 2
-	for n in "$@"; do
-		awk -v ere="$ere" -v since="$since" '
-			{ split($1, t, ":"); s = t[1] * 3600 + t[2] * 60 + t[3] }
-			s >= since - 0.0005 && $0 ~ ere { printf "%.3f\n", s; found = 1; exit }
-			END { if (!found) print "-" }' "$FLEET_LOGS/$n.log"
-	done
+	for n in "$@"; do files+=("$FLEET_LOGS/$n.log"); done
+	awk -v ere="$ere" -v since="$since" '
+		FILENAME in at { next }
+		{ split($1, t, ":"); s = t[1] * 3600 + t[2] * 60 + t[3] }
+		s >= since - 0.0005 && $0 ~ ere { at[FILENAME] = sprintf("%.3f", s) }
+		END { for (i = 1; i < ARGC; i++) print (ARGV[i] in at) ? at[ARGV[i]] : "-" }' \
+		"${files[@]}"
 }
 
 # bench_until_all ERE SINCE SECONDS WHAT NAME...: until every NAME's log
