@@ -69,9 +69,26 @@ upd_size(const struct mentry *e)
 	return MEMBER_UPD_HDR + strlen(e->addr);
 }
 
-/* Gather the updates for one message to addr (see the top comment). */
+/* Is e in slice s (from 0) of k slices of the addresses' hash space? */
+static int
+in_slice(const struct mentry *e, uint32_t k, uint32_t s)
+{
+	return (uint32_t)(((member_table_hash(e->addr) >> 32) * k) >> 32) == s;
+}
+
+/* A slice as a SYNC request's seq names it (member_wire.h), or 0. */
+static uint32_t
+slice_valid(uint32_t seq)
+{
+	uint32_t k = seq >> 16, s = seq & 0xffff;
+
+	return k > 0 && s > 0 && s <= k ? seq : 0;
+}
+
+/* Gather the updates for one message to addr (see the top comment): for
+ * a SYNC the whole table, in turns, or the records of one slice. */
 static uint16_t
-piggyback(struct member *m, const char *to, int whole_table)
+piggyback(struct member *m, const char *to, int whole_table, uint32_t slice)
 {
 	struct mentry *dest = to ? member_table_find(m, to) : NULL;
 	size_t budget = MEMBER_PIGGY_BYTES, t;
@@ -81,6 +98,12 @@ piggyback(struct member *m, const char *to, int whole_table)
 	fill(&m->ubuf[n++], &m->e[0]);
 	if (m->e[0].transmits > 0)
 		member_table_set_transmits(m, &m->e[0], m->e[0].transmits - 1u);
+	if (whole_table && slice != 0) {
+		for (size_t r = 1; r < m->n && n < MEMBER_MSG_MAX_UPDATES; r++)
+			if (in_slice(&m->e[r], slice >> 16, (slice & 0xffff) - 1))
+				fill(&m->ubuf[n++], &m->e[r]);
+		return n;
+	}
 	if (whole_table) {
 		/* A table larger than one message goes in turns, each SYNC
 		 * from where the last one stopped: always from the first
@@ -124,9 +147,10 @@ piggyback(struct member *m, const char *to, int whole_table)
 	return n;
 }
 
+/* slice: what a SYNC answer holds (piggyback) */
 static int
-send_msg(struct member *m, const char *to, uint8_t type, uint32_t seq,
-    const char *target, uint8_t flags, proto_sent_cb cb, void *cbarg)
+send_with(struct member *m, const char *to, uint8_t type, uint32_t seq,
+    const char *target, uint8_t flags, uint32_t slice, proto_sent_cb cb, void *cbarg)
 {
 	struct member_msg msg;
 	int len, rc;
@@ -137,7 +161,7 @@ send_msg(struct member *m, const char *to, uint8_t type, uint32_t seq,
 	msg.u = m->ubuf;
 	if (target != NULL)
 		snprintf(msg.target, sizeof(msg.target), "%s", target);
-	msg.n = piggyback(m, to, type == MEMBER_T_SYNC);
+	msg.n = piggyback(m, to, type == MEMBER_T_SYNC, slice);
 	len = member_msg_encode(type, &msg, m->tx, MEMBER_TX_CAP);
 	if (len < 0)
 		return len;
@@ -148,6 +172,50 @@ send_msg(struct member *m, const char *to, uint8_t type, uint32_t seq,
 		log_debug("member: send to %s failed: %s", to, strerror(-rc));
 	}
 	return rc;
+}
+
+static int
+send_msg(struct member *m, const char *to, uint8_t type, uint32_t seq,
+    const char *target, uint8_t flags, proto_sent_cb cb, void *cbarg)
+{
+	return send_with(m, to, type, seq, target, flags, 0, cb, cbarg);
+}
+
+/* A SYNC request asks for our next turn's answer, or for one slice; an
+ * answer says how many records its sender holds (member_wire.h). */
+static void
+send_sync(struct member *m, const char *to, int request, uint32_t slice)
+{
+	size_t count = m->n - 1;
+
+	m->c.syncs_sent++;
+	if (request)
+		send_with(m, to, MEMBER_T_SYNC, slice, NULL, MEMBER_F_REPLY, 0, NULL, NULL);
+	else
+		send_with(m, to, MEMBER_T_SYNC, count > UINT32_MAX ? UINT32_MAX :
+		    (uint32_t)count, NULL, slice ? MEMBER_F_SLICE : 0, slice, NULL, NULL);
+}
+
+/* A SYNC answer that is not a slice: its sender holds count records and
+ * taught us added. Far behind, walk the table (member.h); behind, ask for
+ * the next turn one period later. */
+static void
+synced(struct member *m, uint32_t count, int added, double now)
+{
+	double soon = now + m->p.period_ms / 1000.0;
+
+	if (m->walk_next == m->walk_k && count >= m->n - 1 + MEMBER_WALK_SLICE) {
+		m->walk_k = count / MEMBER_WALK_SLICE >= UINT16_MAX ? UINT16_MAX :
+		    (uint16_t)((count + MEMBER_WALK_SLICE - 1) / MEMBER_WALK_SLICE);
+		m->walk_next = 0;
+		m->walk_idle = 0;
+		log_debug("member: %u records known to a member, %zu here: "
+		    "asking for them in %u slices", count, m->n - 1, m->walk_k);
+	} else if (added == 0) {
+		return;
+	}
+	if (m->next_sync > soon)
+		m->next_sync = soon;
 }
 
 static int
@@ -466,14 +534,14 @@ member_recv(struct member *m, double now, uint64_t sender,
 		break;
 	case MEMBER_T_SYNC:
 		m->c.syncs_received++;
-		if (msg.flags & MEMBER_F_REPLY) {
-			m->c.syncs_sent++;
-			send_msg(m, sender_addr, MEMBER_T_SYNC, 0, NULL, 0, NULL, NULL);
-		} else if (added > 0 && m->next_sync > now + m->p.period_ms / 1000.0) {
-			/* An answer that taught us members: the table is
-			 * behind (a joiner), ask for the next turn soon */
-			m->next_sync = now + m->p.period_ms / 1000.0;
-		}
+		if (msg.flags & MEMBER_F_REPLY)
+			send_sync(m, sender_addr, 0, slice_valid(msg.seq));
+		else if (!(msg.flags & MEMBER_F_SLICE))
+			synced(m, msg.seq, added, now);
+		else if (added > 0)
+			m->walk_idle = 0;
+		else if (++m->walk_idle >= MEMBER_WALK_IDLE)
+			m->walk_next = m->walk_k;	/* nothing more to learn */
 		break;
 	default:
 		break;
@@ -566,8 +634,7 @@ rescue(struct member *m, double now)
 		m->rescue_ms = m->rescue_ms * 2 > MEMBER_RETRY_MAX_MS ? MEMBER_RETRY_MAX_MS :
 		    m->rescue_ms * 2;
 	}
-	m->c.syncs_sent++;
-	send_msg(m, m->e[m->rescue_pos].addr, MEMBER_T_SYNC, 0, NULL, MEMBER_F_REPLY, NULL, NULL);
+	send_sync(m, m->e[m->rescue_pos].addr, 1, 0);
 	m->rescue_pos++;
 	m->next_rescue = now + m->rescue_ms / 1000.0;
 }
@@ -600,8 +667,7 @@ member_tick(struct member *m, double now)
 
 		if (m->leaving || s->next > now || member_table_find(m, s->addr) != NULL)
 			continue;
-		m->c.syncs_sent++;
-		send_msg(m, s->addr, MEMBER_T_SYNC, 0, NULL, MEMBER_F_REPLY, NULL, NULL);
+		send_sync(m, s->addr, 1, 0);
 		s->next = now + s->backoff_ms / 1000.0;
 		s->backoff_ms = s->backoff_ms * 2 > MEMBER_RETRY_MAX_MS ?
 		    MEMBER_RETRY_MAX_MS : s->backoff_ms * 2;
@@ -645,13 +711,15 @@ member_tick(struct member *m, double now)
 	rescue(m, now);
 	if (!m->leaving && now >= m->next_sync) {
 		struct mentry *e = random_live(m, NULL, 1);
+		uint32_t slice = 0;
 
-		if (e != NULL) {
-			m->c.syncs_sent++;
-			send_msg(m, e->addr, MEMBER_T_SYNC, 0, NULL, MEMBER_F_REPLY,
-			    NULL, NULL);
-		}
-		m->next_sync = now + m->p.sync_ms / 1000.0;
+		if (e != NULL && m->walk_next < m->walk_k)
+			slice = (uint32_t)m->walk_k << 16 | ++m->walk_next;
+		if (e != NULL)
+			send_sync(m, e->addr, 1, slice);
+		/* after a walk's last slice, one turn more: the job may
+		 * have grown meanwhile (synced) */
+		m->next_sync = now + (slice != 0 ? m->p.period_ms : m->p.sync_ms) / 1000.0;
 	}
 	if (now >= m->next_reap) {
 		/* Alone, the records are whom rescue asks: kept. */

@@ -14,8 +14,16 @@
  * table (SYNC), which also heals a job that started as two groups. A
  * table larger than a message goes in turns; an answer that brought
  * members not known before asks for the next turn one period later
- * instead of sync_ms, so a joiner pulls a job of N in turns a period
- * apart, not N/512 anti-entropy rounds.
+ * instead of sync_ms. A peer far behind (an answer says its sender holds
+ * a slice more records than we do: a joiner) walks the table instead:
+ * it asks for slice 1, 2, ... K of its addresses' hashes, one a period,
+ * each of a random member, so a job of N is had whole in N/384 periods
+ * with the load spread over the job; two slices in a row that teach
+ * nothing end it (the table is had, or the count was false). Turns from
+ * random members would not do: each answerer's turn starts where its own
+ * last one stopped, so they overlap at random and the last records come
+ * by coupon collecting (a joiner into 3,000 listed everyone after 42 s,
+ * into 1,000 after 1.7).
  *
  * A peer that knows no live member but itself (its seeds gone before it
  * reached them, or every member it knew declared dead or left, maybe

@@ -18,21 +18,22 @@ _Static_assert(sizeof(struct mentry) <= 64, "a table record grew past 64 bytes")
 /* --- the index ----------------------------------------------------------- */
 
 /* FNV-1a: addresses are short and come from peers, but a peer that wants
- * to slow us down can only lengthen its own probe chains in its own job. */
-static size_t
-addr_hash(const char *s)
+ * to slow us down can only lengthen its own probe chains in its own job.
+ * Its high half also places a record in a table walk's slice (member.c). */
+uint64_t
+member_table_hash(const char *s)
 {
 	uint64_t h = 14695981039346656037ull;
 
 	while (*s)
 		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
-	return (size_t)(h ^ (h >> 32));
+	return h ^ (h >> 32);
 }
 
 static void
 index_put(struct member *m, size_t i)
 {
-	size_t mask = m->index_cap - 1, h = addr_hash(m->e[i].addr) & mask;
+	size_t mask = m->index_cap - 1, h = member_table_hash(m->e[i].addr) & mask;
 
 	while (m->index[h] != 0)
 		h = (h + 1) & mask;
@@ -50,7 +51,7 @@ index_build(struct member *m)
 struct mentry *
 member_table_find(struct member *m, const char *addr)
 {
-	size_t mask = m->index_cap - 1, h = addr_hash(addr) & mask;
+	size_t mask = m->index_cap - 1, h = member_table_hash(addr) & mask;
 
 	for (; m->index[h] != 0; h = (h + 1) & mask)
 		if (strcmp(m->e[m->index[h] - 1].addr, addr) == 0)

@@ -37,6 +37,14 @@
 #include "rng.h"
 
 #define MEMBER_PIGGY_BYTES	1200
+/* Records per slice of a table walk (member.h): a slice holds a binomial
+ * count around it, 511 fit in a SYNC, and one over is had later. */
+#define MEMBER_WALK_SLICE	384
+/* A walk ends after this many slices in a row taught nothing: the table
+ * is had (gossip brought the rest), or the count that started it was
+ * not true (a forged answer would otherwise make a peer ask for up to
+ * 65,535 slices, two a second). */
+#define MEMBER_WALK_IDLE	2
 #define MEMBER_MAX_RELAYS	64
 #define MEMBER_MAX_SEEDS	64
 #define MEMBER_LH_MAX		3	/* local health: timeouts x (1 + lh) */
@@ -121,6 +129,10 @@ struct member {
 	size_t		nseeds;
 	uint32_t	next_seq;
 	size_t		sync_pos;	/* the next SYNC starts at e[1 + sync_pos] */
+	/* A walk of a larger table (member.c): walk_next of walk_k slices
+	 * asked for; none while walk_next == walk_k. */
+	uint16_t	walk_k, walk_next;
+	uint8_t		walk_idle;	/* slices in a row that taught nothing */
 	unsigned	lh;
 	int		joined;
 	int		leaving;
@@ -142,6 +154,8 @@ struct member {
 void member_table_init(struct member *m, const char *self_addr, double now);
 void member_table_free(struct member *m);
 struct mentry *member_table_find(struct member *m, const char *addr);
+/* The index's hash of an address; its high 32 bits are well mixed. */
+uint64_t member_table_hash(const char *addr);
 /* Alive or suspect: a member that takes part. */
 int member_table_live(const struct mentry *e);
 unsigned member_table_live_count(const struct member *m);

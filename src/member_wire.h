@@ -7,6 +7,9 @@
  *
  * Layout, little-endian:
  *	0 version(u8)=1  1 flags(u8)  2 update count(u16)  4 seq(u32)
+ *	(SYNC: in a request, 0 or the slice asked for, K << 16 | s + 1, of
+ *	K slices of the addresses' hashes; in an answer, its sender's
+ *	record count)
  *	PING_REQ only: 8 target length(u8), target bytes
  *	then per update: state(u8) addr length(u8) id(u64) incarnation(u64)
  *	addr bytes
@@ -23,6 +26,7 @@
 
 #define MEMBER_WIRE_VERSION	1
 #define MEMBER_F_REPLY		0x01	/* SYNC: answer with your table */
+#define MEMBER_F_SLICE		0x02	/* SYNC: an answer with a slice */
 #define MEMBER_HDR		8
 #define MEMBER_UPD_HDR		18
 

@@ -95,6 +95,23 @@ fake_change(void *arg, const char *addr, uint64_t id, enum member_state old,
 	changes++;
 }
 
+/* A member alone at addr with the defaults, sending through send. */
+static struct member *
+lone_member(const char *addr, uint64_t id, proto_send_fn send)
+{
+	struct member_ops ops = { send, fake_change, NULL };
+	struct member_params p;
+	struct member *m;
+	struct errbuf err;
+
+	memset(&p, 0, sizeof(p));
+	p.self_addr = addr;
+	p.self_id = id;
+	p.incarnation = 1;
+	REQUIRE(member_new(&p, &ops, now, &m, &err) == 0);
+	return m;
+}
+
 static void
 node_start(int i, double inc)
 {
@@ -354,18 +371,12 @@ test_revivals(void)
 {
 	static struct member_update u[MEMBER_MSG_MAX_UPDATES];
 	static uint8_t buf[65536];
-	struct member_ops ops = { drop_send, fake_change, NULL };
-	struct member_params p;
 	struct member_msg msg;
 	struct member *m;
 	struct errbuf err;
 	int len;
 
-	memset(&p, 0, sizeof(p));
-	p.self_addr = "10.1.0.1:7000";
-	p.self_id = 11;
-	p.incarnation = 1;
-	REQUIRE(member_new(&p, &ops, now, &m, &err) == 0);
+	m = lone_member("10.1.0.1:7000", 11, drop_send);
 	memset(&msg, 0, sizeof(msg));
 	msg.u = u;
 	msg.n = MEMBER_MSG_MAX_UPDATES;
@@ -449,19 +460,13 @@ static void
 test_index(void)
 {
 	enum { RECORDS = 5000 };
-	struct member_ops ops = { drop_send, fake_change, NULL };
-	struct member_params p;
 	struct member *m;
 	struct errbuf err;
 	char a[WIRE_ADDR_MAX + 1];
 	double t0 = now;
 	int i, dead = 0, suspect = 0;
 
-	memset(&p, 0, sizeof(p));
-	p.self_addr = "10.4.255.255:7000";
-	p.self_id = 11;
-	p.incarnation = 1;
-	REQUIRE(member_new(&p, &ops, now, &m, &err) == 0);
+	m = lone_member("10.4.255.255:7000", 11, drop_send);
 	index_feed(m, 0, RECORDS, MEMBER_ALIVE, 1);
 	CHECK(member_count(m, MEMBER_ALIVE) == RECORDS + 1);
 	/* the same news again finds every record: nothing added */
@@ -522,18 +527,12 @@ test_sync_turns(void)
 	enum { RECORDS = MEMBER_MSG_MAX_UPDATES + 200 };
 	static struct member_update u[MEMBER_MSG_MAX_UPDATES];
 	static uint8_t buf[65536], seen[RECORDS];
-	struct member_ops ops = { capture_send, fake_change, NULL };
-	struct member_params p;
+	const char *self = "10.3.0.0:7000";
 	struct member_msg msg;
 	struct member *m;
-	struct errbuf err;
 	int len, i, got = 0, answers;
 
-	memset(&p, 0, sizeof(p));
-	p.self_addr = "10.3.0.0:7000";
-	p.self_id = 11;
-	p.incarnation = 1;
-	REQUIRE(member_new(&p, &ops, now, &m, &err) == 0);
+	m = lone_member(self, 11, capture_send);
 	memset(&msg, 0, sizeof(msg));
 	msg.u = u;
 	/* the records arrive in two messages, each from its first */
@@ -562,7 +561,7 @@ test_sync_turns(void)
 		sent_type = 0;
 		member_recv(m, now, 100, u[0].addr, MEMBER_T_SYNC, buf, (size_t)len);
 		REQUIRE(sent_type == MEMBER_T_SYNC);
-		CHECK(strcmp(sent_u[0].addr, p.self_addr) == 0);
+		CHECK(strcmp(sent_u[0].addr, self) == 0);
 		for (i = 1; i < sent_msg.n; i++) {
 			unsigned a, b;
 
@@ -577,6 +576,136 @@ test_sync_turns(void)
 	if (got == RECORDS)
 		printf("ok: a table of %d records goes out whole in %d SYNC answers\n",
 		    RECORDS + 1, answers);
+}
+
+/* The SYNCs a member sent, in order: their seq fields. */
+static uint32_t sync_seqs[64];
+static int nsyncs;
+
+static int
+sync_capture(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
+    proto_sent_cb cb, void *cbarg)
+{
+	capture_send(arg, addr, type, buf, len, cb, cbarg);
+	if (type == MEMBER_T_SYNC && nsyncs < (int)GD_ARRAY_SIZE(sync_seqs))
+		sync_seqs[nsyncs++] = sent_msg.seq;
+	return 0;
+}
+
+/* Send m a SYNC from 10.9.0.1:7000 with flags and seq (and that
+ * sender's record), as member_recv gets it. */
+static void
+sync_to(struct member *m, uint8_t flags, uint32_t seq)
+{
+	static struct member_update u[1];
+	static uint8_t buf[256];
+	struct member_msg msg = { .flags = flags, .seq = seq, .n = 1, .u = u };
+	int len;
+
+	u[0].state = MEMBER_ALIVE;
+	u[0].id = 9;
+	u[0].incarnation = 1;
+	snprintf(u[0].addr, sizeof(u[0].addr), "10.9.0.1:7000");
+	len = member_msg_encode(MEMBER_T_SYNC, &msg, buf, sizeof(buf));
+	REQUIRE(len > 0);
+	member_recv(m, now, u[0].id, u[0].addr, MEMBER_T_SYNC, buf, (size_t)len);
+}
+
+/* A joiner into a large job walks the table in slices of the addresses'
+ * hashes, one each period from a random member, instead of taking turns
+ * that overlap at random (member.h): the slices hold every record once,
+ * each in one answer, and the walker asks for slice 1..K, a period
+ * apart, then goes back to sync_ms. Before, a joiner into 3,000 members
+ * listed everyone after 42 s (membership_sim). */
+static void
+test_sync_walk(void)
+{
+	enum { RECORDS = 2000 };
+	static uint8_t seen[RECORDS];
+	struct member *m, *j;
+	unsigned k = (RECORDS + MEMBER_WALK_SLICE) / MEMBER_WALK_SLICE, s;
+	int got = 0, twice = 0, biggest = 0, i;
+	double t0 = now;
+
+	m = lone_member("10.3.0.0:7000", 11, sync_capture);
+	index_feed(m, 0, RECORDS, MEMBER_ALIVE, 1);
+	for (s = 1; s <= k; s++) {
+		sent_type = 0;
+		sync_to(m, MEMBER_F_REPLY, k << 16 | s);
+		REQUIRE(sent_type == MEMBER_T_SYNC);
+		CHECK(sent_msg.flags == MEMBER_F_SLICE);
+		CHECKF(sent_msg.seq == RECORDS + 1, "answer says %u records", sent_msg.seq);
+		if (sent_msg.n - 1 > biggest)
+			biggest = sent_msg.n - 1;
+		for (i = 1; i < sent_msg.n; i++) {
+			int r = (int)sent_u[i].id - 100;
+
+			if (r < 0 || r >= RECORDS)
+				continue;	/* the asker's own record */
+			twice += seen[r];
+			got += !seen[r];
+			seen[r] = 1;
+		}
+	}
+	CHECKF(got == RECORDS && twice == 0, "%d of %d records in %u slices, %d twice",
+	    got, RECORDS, k, twice);
+	CHECKF(biggest < MEMBER_MSG_MAX_UPDATES - 1, "a slice of %d records", biggest);
+	/* a slice that cannot be (s > K, K = 0) gets the next turn */
+	sync_to(m, MEMBER_F_REPLY, 2u << 16 | 3);
+	CHECK(sent_msg.flags == 0 && sent_msg.n == MEMBER_MSG_MAX_UPDATES);
+	sync_to(m, MEMBER_F_REPLY, 1);
+	CHECK(sent_msg.flags == 0 && sent_msg.n == MEMBER_MSG_MAX_UPDATES);
+	member_free(m);
+
+	/* the walker, knowing 20 members (none answers its probes, but
+	 * most stay alive while it walks), told of one that holds RECORDS */
+	j = lone_member("10.3.0.1:7000", 12, sync_capture);
+	index_feed(j, 0, 20, MEMBER_ALIVE, 1);
+	nsyncs = 0;
+	sync_to(j, 0, RECORDS);
+	while (now - t0 < (k + 2) * MEMBER_DEFAULT_PERIOD_MS / 1000.0) {
+		now += 0.01;
+		member_tick(j, now);
+	}
+	/* the slices, then one turn */
+	CHECKF(nsyncs == (int)k + 1, "%d SYNCs in %u periods, %u slices", nsyncs, k + 2, k);
+	for (i = 0; i < nsyncs; i++)
+		CHECKF(sync_seqs[i] == (i < (int)k ? k << 16 | (unsigned)(i + 1) : 0),
+		    "SYNC %d asked for %#x", i, sync_seqs[i]);
+	/* unanswered, the next is sync_ms later */
+	while (nsyncs == (int)k + 1 && now - t0 < MEMBER_DEFAULT_SYNC_MS / 1000.0 + 5) {
+		now += 0.01;
+		member_tick(j, now);
+	}
+	CHECKF(nsyncs == (int)k + 2 && sync_seqs[k + 1] == 0 &&
+	    now - t0 > MEMBER_DEFAULT_SYNC_MS / 1000.0, "SYNC %d (%#x) after %.2f s",
+	    nsyncs, nsyncs > (int)k + 1 ? sync_seqs[k + 1] : 0, now - t0);
+	member_free(j);
+
+	/* a count that was not true: slices that teach nothing end the
+	 * walk after MEMBER_WALK_IDLE, then one turn */
+	now = t0;
+	j = lone_member("10.3.0.1:7000", 12, sync_capture);
+	index_feed(j, 0, 20, MEMBER_ALIVE, 1);
+	nsyncs = 0;
+	sync_to(j, 0, 60000);
+	for (i = 0; i < MEMBER_WALK_IDLE; i++) {
+		now += MEMBER_DEFAULT_PERIOD_MS / 1000.0 + 0.01;
+		member_tick(j, now);
+		sync_to(j, MEMBER_F_SLICE, 60000);
+	}
+	while (now - t0 < 5 * MEMBER_DEFAULT_PERIOD_MS / 1000.0) {
+		now += 0.01;
+		member_tick(j, now);
+	}
+	CHECKF(nsyncs == MEMBER_WALK_IDLE + 1 && sync_seqs[nsyncs - 1] == 0,
+	    "%d SYNCs after %d empty slices, the last %#x", nsyncs, MEMBER_WALK_IDLE,
+	    nsyncs > 0 ? sync_seqs[nsyncs - 1] : 0);
+	member_free(j);
+	now = t0;
+	if (got == RECORDS && nsyncs == MEMBER_WALK_IDLE + 1)
+		printf("ok: %d records in %u slices of at most %d, asked for a period apart\n",
+		    RECORDS, k, biggest);
 }
 
 static void world_end(void);
@@ -742,6 +871,7 @@ static const struct check_case cases[] = {
 	{ "member_codec", test_codec },
 	{ "member_revivals", test_revivals },
 	{ "member_sync_turns", test_sync_turns },
+	{ "member_sync_walk", test_sync_walk },
 	{ "member_index", test_index },
 	{ "member_scenario", test_scenario },
 	{ "member_rescue", test_rescue },

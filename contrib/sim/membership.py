@@ -70,7 +70,8 @@ def main():
         watched = sum(float(r["watched_s"]) for r in v)
         rows.append({
             "n": n,
-            "agree": "%.1f" % worst("agree_s") if all(float(r["agree_s"]) >= 0 for r in v)
+            "agree": "warm" if v[0]["start"] == "warm"
+                     else "%.1f" % worst("agree_s") if all(float(r["agree_s"]) >= 0 for r in v)
                      else "never",
             "suspect": med_max(times(ev, "kill", "first_change_s")),
             "dead": med_max(times(ev, "kill", "everywhere_s")),
@@ -91,7 +92,8 @@ def main():
             "max": "%d (%s)" % (worst("max_msg_bytes"), v[0]["max_msg_type"]),
             "share": "%.1e" % (worst("max_msg_bytes") / float(v[0]["max_message_size"])),
             "inline": "%d" % worst("msgs_over_inline"),
-            "burst": "%.1f" % (worst("start_busiest_bytes") / 1e6),
+            "burst": "-" if v[0]["start"] == "warm"
+                     else "%.1f" % (worst("start_busiest_bytes") / 1e6),
             "sim": "%.0f" % mean("sim_s"),
             "cpu": "%.1f" % mean("cpu_s"),
             "wall": "%.1f" % mean("wall_s"),

@@ -44,6 +44,14 @@
  * --steady-s of steady state, whose traffic is counted; then --kills,
  * one clean leave and --joins, one every --gap-s, each watched until
  * every running peer's view holds it so. Fully deterministic for a seed.
+ * With --start warm the start is not run: every peer begins with the
+ * whole job alive in its table, no news left to spread and its timers at
+ * random phases, the state a job reaches some time after it agreed. The
+ * start is what does not fit at 10,000 peers (each record first heard is
+ * news for 3 log2 N sends, so every starter has N log N to send), and
+ * the rest of the scenario does not depend on how the job got there.
+ * That table is filled through member_table.h, under member.h's API: it
+ * is the only thing here the daemon never does.
  *
  * Cost: every simulated peer holds its own table (member_table.h: a
  * 64-byte record and its address string, 32 bytes from malloc here, in
@@ -69,6 +77,7 @@
 
 #include "log.h"
 #include "member.h"
+#include "member_table.h"
 #include "rng.h"
 #include "simopt.h"
 #include "simq.h"
@@ -99,7 +108,8 @@ static struct {
 	int		kills, joins;
 	double		gap_s;		/* between two events */
 	int		refused;	/* --crash refused */
-} opt = { 100, 3, 0.0001, 0.020, 0.050, 0, 0.2, 1, 1.0, 60, 5, 3, 15, 0 };
+	int		warm;		/* --start warm */
+} opt = { 100, 3, 0.0001, 0.020, 0.050, 0, 0.2, 1, 1.0, 60, 5, 3, 15, 0, 0 };
 
 enum sim_nstate { SIM_OFF, SIM_UP, SIM_LEAVING, SIM_GONE };
 
@@ -546,6 +556,34 @@ sim_start(int k, int seed)
 	return 0;
 }
 
+/* --start warm: k's table holds every peer of the job alive, with
+ * nothing left to spread, and its timers are at random phases within
+ * their periods, as after a while of running (see the top comment). */
+static void
+sim_warm(int k)
+{
+	struct member *m = nodes[k].m;
+	struct member_ops ops = m->ops;
+	struct member_update u;
+
+	m->ops.change = NULL;	/* no view is watched yet */
+	u.state = MEMBER_ALIVE;
+	for (int j = 0; j < opt.n; j++) {
+		if (j == k)
+			continue;
+		u.id = nodes[j].id;
+		u.incarnation = member_incarnation(nodes[j].m);
+		snprintf(u.addr, sizeof(u.addr), "%s", nodes[j].addr);
+		member_table_apply(m, &u, now);
+	}
+	m->ops = ops;
+	member_table_hush(m);
+	m->next_probe = now + rng_uniform(&srng) * m->p.period_ms / 1000.0;
+	m->next_gossip = now + rng_uniform(&srng) * m->p.gossip_ms / 1000.0;
+	m->next_sync = now + rng_uniform(&srng) * m->p.sync_ms / 1000.0;
+	sim_schedule(k);
+}
+
 /* A random running peer, or -1. */
 static int
 sim_pick_up(void)
@@ -620,8 +658,8 @@ sim_print(double agreed, double steady_from, const struct sim_tally *t0,
 	struct rusage ru;
 	struct timespec ts;
 
-	printf("peers %d\nsites %d\nloss %g\nseed %llu\n", opt.n, opt.sites, opt.loss,
-	    (unsigned long long)opt.seed);
+	printf("peers %d\nsites %d\nloss %g\nseed %llu\nstart %s\n", opt.n, opt.sites,
+	    opt.loss, (unsigned long long)opt.seed, opt.warm ? "warm" : "cold");
 	printf("agree_s %.3f\n", agreed);
 	for (int k = 0; k < opt.n; k++)
 		if (nodes[k].sent > nodes[busiest].sent)
@@ -719,11 +757,20 @@ sim_scenario(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	wall0 = ts.tv_sec + ts.tv_nsec / 1e9;
+	starts = xcalloc((size_t)opt.n, sizeof(*starts));
+	if (opt.warm) {
+		for (k = 0; k < opt.n; k++)
+			if ((rc = sim_start(k, -1)) < 0)
+				goto out;
+		for (k = 0; k < opt.n; k++)
+			sim_warm(k);
+		agreed = 0;
+		goto settle;
+	}
 	/* Peer 0 first, the others within start_s, each told of peer 0 (all
 	 * given the same --peers) */
 	if ((rc = sim_start(0, -1)) < 0)
 		goto out;
-	starts = xcalloc((size_t)opt.n, sizeof(*starts));
 	for (k = 1; k < opt.n; k++)
 		starts[k] = rng_uniform(&srng) * opt.start_s;
 	qsort(starts + 1, (size_t)opt.n - 1, sizeof(*starts), sim_cmp_double);
@@ -739,6 +786,7 @@ sim_scenario(void)
 			break;
 		}
 	}
+settle:
 	false_from = now;
 	sim_run_until(now + SIM_SETTLE);
 	steady_from = now;
@@ -795,6 +843,9 @@ sim_usage(FILE *f)
 	    "                       resends it; 0 drops it (default 200)\n"
 	    "      --seed X         the random seed (default 1)\n"
 	    "      --start-s S      the first N start within S seconds (default 1)\n"
+	    "      --start cold|warm  cold (the default): each starts told of peer 0;\n"
+	    "                       warm: each starts with the whole job in its table,\n"
+	    "                       nothing left to spread, as some time after agreeing\n"
 	    "      --steady-s S     steady state measured for S seconds (default 60)\n"
 	    "      --kills K        peers killed, one by one (default 5)\n"
 	    "      --joins J        fresh peers joining, one by one (default 3)\n"
@@ -824,10 +875,12 @@ sim_parse(int argc, char **argv)
 		{ "joins", required_argument, NULL, 'j' },
 		{ "gap-s", required_argument, NULL, 'g' },
 		{ "crash", required_argument, NULL, 'c' },
+		{ "start", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	static const char *const crashes[] = { "silent", "refused" };
+	static const char *const starts[] = { "cold", "warm" };
 	double a;
 	int c, rc = 0;
 
@@ -854,6 +907,7 @@ sim_parse(int argc, char **argv)
 		case 'j': rc = simopt_int("joins", optarg, 0, 1 << 24, &opt.joins); break;
 		case 'g': rc = simopt_real("gap-s", optarg, 1e-3, 1e6, &opt.gap_s); break;
 		case 'c': rc = simopt_choice("crash", optarg, crashes, 2, &opt.refused); break;
+		case 'a': rc = simopt_choice("start", optarg, starts, 2, &opt.warm); break;
 		case 'h': sim_usage(stdout); exit(0);
 		default: return -EINVAL;
 		}
