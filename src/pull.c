@@ -76,6 +76,13 @@ const struct proto pull_proto = {
  * forgotten, and asked again at worst once more. */
 #define PULL_DONE_MAX	64
 
+/* Members drawn after an attempt's donors, each taking in turn the place
+ * of one found done (pull_donor_done): late in a job many members are
+ * done, and a joiner that only dropped them pulled from fewer donors
+ * (9 of 29 joiners of a 30-minute soak took one donor's model; three of
+ * them ended above the job's median distance, none of the others). */
+#define PULL_SPARES	8
+
 /* Per chunk and donor: where that request stands. */
 enum { ASK_NONE, ASK_PENDING, ASK_ANSWERED, ASK_FAILED };
 
@@ -105,6 +112,8 @@ struct pull_join {
 	size_t asked;             /* chunks asked so far, in order */
 	struct pull_donor donors[PULL_MAX_DONORS];
 	int ndonors;
+	char spares[PULL_SPARES][WIRE_ADDR_MAX + 1];
+	int nspares, next_spare;
 	uint64_t step;
 	int failed;
 	int nomodel;              /* donors out for holding no model yet */
@@ -374,33 +383,41 @@ pull_answer(const struct pull_join *j, const struct pull_slice *c, int di)
 	return j->slots + ((size_t)c->slot * PULL_MAX_DONORS + (size_t)di) * j->stride;
 }
 
+/* Ask donor di for chunk ci under the chunk's generation; 1 if sent. */
+static int
+pull_ask_donor(struct pull *p, size_t ci, int di)
+{
+	struct pull_join *j = p->join;
+	struct pull_slice *c = &j->chunks[ci];
+	struct pull_req r = { (uint64_t)c->gen << 32 | (uint64_t)di << 24 | ci, c->off, c->len,
+	    j->fmt, j->take_done || p->agree };
+	uint8_t buf[PULL_REQ_SIZE];
+
+	pull_req_encode(buf, &r);
+	j->requests++;
+	if (p->ops.send(p->ops.arg, j->donors[di].addr, PULL_T_PULL, buf, sizeof(buf),
+	    NULL, NULL) < 0) {
+		c->ask[di] = ASK_FAILED;
+		return 0;
+	}
+	c->ask[di] = ASK_PENDING;
+	return 1;
+}
+
 /* Ask every donor still standing for chunk ci, under a new generation. */
 static void
 pull_ask(struct pull *p, size_t ci, double now)
 {
 	struct pull_join *j = p->join;
 	struct pull_slice *c = &j->chunks[ci];
-	uint8_t buf[PULL_REQ_SIZE];
 	int asked = 0;
 
 	c->gen++;
 	c->deadline = now + p->timeout;
 	for (int di = 0; di < j->ndonors; di++) {
-		struct pull_req r = { (uint64_t)c->gen << 32 | (uint64_t)di << 24 | ci, c->off,
-		    c->len, j->fmt, j->take_done || p->agree };
-
 		c->ask[di] = ASK_NONE;
-		if (j->donors[di].failed)
-			continue;
-		pull_req_encode(buf, &r);
-		j->requests++;
-		if (p->ops.send(p->ops.arg, j->donors[di].addr, PULL_T_PULL, buf, sizeof(buf),
-		    NULL, NULL) < 0) {
-			c->ask[di] = ASK_FAILED;
-			continue;
-		}
-		c->ask[di] = ASK_PENDING;
-		asked++;
+		if (!j->donors[di].failed)
+			asked += pull_ask_donor(p, ci, di);
 	}
 	if (asked == 0)
 		j->failed = 1;
@@ -570,11 +587,14 @@ pull_is_done(const struct pull *p, const char *addr)
 }
 
 /* Donor di's training is over: remembered, so that the next attempts
- * draw among members still training, and out of this one. */
+ * draw among members still training, and out of this one; the next spare
+ * takes its place, asked for every chunk di has not answered (its late
+ * answers come from another address: stale). */
 static void
 pull_donor_done(struct pull *p, int di, double now)
 {
 	struct pull_join *j = p->join;
+	struct pull_donor *dn = &j->donors[di];
 
 	j->finished++;
 	if (!pull_is_done(p, j->donors[di].addr)) {
@@ -584,9 +604,19 @@ pull_donor_done(struct pull *p, int di, double now)
 		if (p->ndone < PULL_DONE_MAX)
 			p->ndone++;
 	}
+	if (j->next_spare == j->nspares) {
+		log_info("bootstrap: donor %s has finished training, so its model may lag the "
+		    "job's; the others make up for it", dn->addr);
+		pull_donor_fail(p, di, now);
+		return;
+	}
 	log_info("bootstrap: donor %s has finished training, so its model may lag the job's; "
-	    "the others make up for it", j->donors[di].addr);
-	pull_donor_fail(p, di, now);
+	    "asking %s in its place", dn->addr, j->spares[j->next_spare]);
+	_Static_assert(sizeof(dn->addr) == sizeof(j->spares[0]), "an address fits either");
+	memcpy(dn->addr, j->spares[j->next_spare++], sizeof(dn->addr));
+	for (size_t ci = 0; ci < j->asked; ci++)
+		if (!j->chunks[ci].have && j->chunks[ci].ask[di] != ASK_ANSWERED)
+			pull_ask_donor(p, ci, di);
 }
 
 /* Moves the members not known to be done to the front of order[0..n),
@@ -656,6 +686,9 @@ pull_start(struct pull *p, double now, const char *const *live, size_t n)
 	for (size_t i = 0; i < n && j->ndonors < PULL_MAX_DONORS; i++)
 		snprintf(j->donors[j->ndonors++].addr, sizeof(j->donors[0].addr), "%s",
 		    live[order[i]]);
+	for (size_t i = (size_t)j->ndonors; i < n && !p->agree && !j->take_done &&
+	    j->nspares < PULL_SPARES; i++)
+		snprintf(j->spares[j->nspares++], sizeof(j->spares[0]), "%s", live[order[i]]);
 	p->join = j;
 	j = NULL;
 	pull_fill(p, now);

@@ -38,11 +38,13 @@
  * thousands of steps behind a job that goes on (in a 30-minute soak a
  * joiner that drew three joiners with short budgets, done long before,
  * started at step 1,624 of a job near 10,000, nine times the job's
- * consensus distance away). A joiner drops such a donor as it would a
- * gone one, remembers it, and draws its next donors among members not
- * known to be done; when every live member it sees is done (the job is
- * over), it asks them, saying a done donor will do. So does a start
- * agreement (no member is done before the job starts).
+ * consensus distance away). A joiner remembers such a donor and asks in
+ * its place, within the same attempt, the next of the members it drew
+ * after its donors (up to 8 in all; past them it is dropped as a gone
+ * one is), and draws later attempts' donors among members not known to
+ * be done; when every live member it sees is done (the job is over), it
+ * asks them, saying a done donor will do. So does a start agreement (no
+ * member is done before the job starts).
  *
  * The same pull gives a fresh job one starting model (pull_agree: an
  * attached process's peer, start = agree in gossipd(8)), always in fp32:

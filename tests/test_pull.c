@@ -37,7 +37,7 @@
 #include "util.h"
 #include "wire.h"
 
-#define NPEER	6		/* the joiner (0) and up to five donors */
+#define NPEER	8		/* the joiner (0) and up to seven donors */
 #define QMAX	256
 #define SPEC	"784-100-10"
 #define SPEC_BIG "784-2800-10"	/* 2226010 parameters: 34 chunks */
@@ -1010,12 +1010,17 @@ chosen_among(const int *who, int n)
  * joiner drops them while members still training are left: when all it
  * drew are done the attempt fails and the next draws among the others
  * (case 0); one done donor among training ones is made up for (case 1);
- * when every live member is done it pulls from them (case 2). The done
- * donors' refusals carry no values (no bytes pulled in vain). */
+ * when every live member is done it pulls from them (case 2); one found
+ * done is replaced within the attempt by a member drawn after the donors
+ * (case 3: four done of seven, and the three training are the donors of
+ * the one attempt; without the spares one or two were, with a chance of
+ * 1 in 35 to draw all three). The done donors' refusals carry no values
+ * (no bytes pulled in vain). */
 static void
 test_done(void)
 {
-	static const int training[] = { 4, 5 }, both[] = { 1, 3 }, all[] = { 1, 2 };
+	static const int training[] = { 4, 5 }, both[] = { 1, 3 }, all[] = { 1, 2 },
+	    late[] = { 5, 6, 7 };
 	int who[PULL_MAX_DONORS];
 	struct pull_chunk c;
 
@@ -1071,6 +1076,17 @@ test_done(void)
 	CHECK(jstat("bootstrap", "finished") == 0);
 	pump(0, -1);
 	CHECK(pulled == 1 && mean_of(0, d, all, 2));
+	teardown();
+
+	/* Case 3: four done of seven, replaced within the attempt. */
+	setup(7);
+	for (int i = 1; i <= 4; i++)
+		pull_set_done(peers[i].p, 1);
+	members(7);
+	CHECK(chosen(who) == 3);
+	pump(0, -1);
+	CHECKF(pulled == 1 && mean_of(0, d, late, 3), "pulled %d from %s", pulled,
+	    pulled_donors);
 	teardown();
 }
 
