@@ -209,8 +209,8 @@ synced(struct member *m, uint32_t count, int added, double now)
 		    (uint16_t)((count + MEMBER_WALK_SLICE - 1) / MEMBER_WALK_SLICE);
 		m->walk_next = 0;
 		m->walk_idle = 0;
-		log_debug("member: %u records known to a member, %zu here: "
-		    "asking for them in %u slices", count, m->n - 1, m->walk_k);
+		log_debug("member: %" PRIu32 " records known to a member, %zu here: "
+		    "asking for them in %u slices", count, m->n - 1, (unsigned)m->walk_k);
 	} else if (added == 0) {
 		return;
 	}
