@@ -33,6 +33,13 @@
  * exchange ended still be the stop's (gossip_resumed). */
 #define GOSSIP_RESUME_SLACK_S 0.1
 
+/* Time between two exchanges: the last one's end (< 0 before the first:
+ * a joiner's pull is no gap), the longest, when it ended and the longest
+ * before it (gossip_resumed). */
+struct gossip_gap {
+	double from, longest, longest_end, longest_was;
+};
+
 /* Buffers of one role; they grow to the largest exchange and stay. */
 struct gossip_scratch {
 	struct mask mask;
@@ -74,10 +81,10 @@ struct gossip {
 	uint64_t rejected[GOSSIP_REFUSE_N];
 	uint64_t own_nonfinite;   /* own values withheld: not finite */
 	double far_ratio_max;     /* largest accepted distance / scale */
-	/* Time between two exchanges (initiated or served): the last one's
-	 * end (< 0 before the first: a joiner's pull is no gap), the
-	 * longest, when it ended and the longest before it (gossip_resumed). */
-	double gap_from, gap_longest, gap_longest_end, gap_longest_was;
+	/* Between two exchanges of any kind, and between two this peer
+	 * started that finished: the first counts the partners' rounds too,
+	 * the second only this peer's own cadence (gossip.h). */
+	struct gossip_gap gap[GOSSIP_GAP_N];
 };
 
 static const char *const gossip_type_names[GOSSIP_T_LAST - GOSSIP_T_FIRST + 1] = {
@@ -152,7 +159,8 @@ gossip_new(const struct gossip_params *p, struct model *m, const struct gossip_o
 	g->m = m;
 	g->ops = *ops;
 	g->distance = -1;
-	g->gap_from = -1;
+	for (int i = 0; i < GOSSIP_GAP_N; i++)
+		g->gap[i].from = -1;
 	g->distance_rel = -1;
 	g->ready = 1;
 	if (drift_new(&g->drift) < 0) {
@@ -261,26 +269,30 @@ gossip_active(const struct gossip *g)
 void
 gossip_resumed(struct gossip *g, double now)
 {
-	if (g->gap_from < 0)
-		return;
-	/* An exchange noted in the loop's turn that ran before SIGCONT's
-	 * handler (the two come in together) ended a gap that holds the
-	 * stop. */
-	if (now - g->gap_longest_end < GOSSIP_RESUME_SLACK_S)
-		g->gap_longest = g->gap_longest_was;
-	g->gap_from = now;
+	for (int i = 0; i < GOSSIP_GAP_N; i++) {
+		struct gossip_gap *gap = &g->gap[i];
+
+		if (gap->from < 0)
+			continue;
+		/* An exchange noted in the loop's turn that ran before
+		 * SIGCONT's handler (the two come in together) ended a gap
+		 * that holds the stop. */
+		if (now - gap->longest_end < GOSSIP_RESUME_SLACK_S)
+			gap->longest = gap->longest_was;
+		gap->from = now;
+	}
 }
 
 double
-gossip_longest_gap(const struct gossip *g)
+gossip_longest_gap(const struct gossip *g, enum gossip_gap_kind kind)
 {
-	return g->gap_longest;
+	return g->gap[kind].longest;
 }
 
 uint64_t
-gossip_exchanges(const struct gossip *g)
+gossip_exchanges(const struct gossip *g, enum gossip_gap_kind kind)
 {
-	return g->ok + g->served;
+	return kind == GOSSIP_GAP_OWN ? g->ok : g->ok + g->served;
 }
 
 double
@@ -324,14 +336,14 @@ gossip_reserve(struct gossip_scratch *sc, size_t count, size_t wire_bytes)
 
 /* One exchange more: the time since the last is a gap between them. */
 static void
-gossip_note_gap(struct gossip *g, double now)
+gossip_note_gap(struct gossip_gap *gap, double now)
 {
-	if (g->gap_from >= 0 && now - g->gap_from > g->gap_longest) {
-		g->gap_longest_was = g->gap_longest;
-		g->gap_longest = now - g->gap_from;
-		g->gap_longest_end = now;
+	if (gap->from >= 0 && now - gap->from > gap->longest) {
+		gap->longest_was = gap->longest;
+		gap->longest = now - gap->from;
+		gap->longest_end = now;
 	}
-	g->gap_from = now;
+	gap->from = now;
 }
 
 /* Both sides now hold (mine + theirs) / 2 on sc's mask: mode delta's
@@ -716,7 +728,7 @@ gossip_on_req(struct gossip *g, double now, const char *from, const uint8_t *buf
 	if (mix != GOSSIP_REFUSE_N)
 		return;
 	g->served++;
-	gossip_note_gap(g, now);
+	gossip_note_gap(&g->gap[GOSSIP_GAP_ANY], now);
 	gossip_note_distance(g, rms, own_rms);
 	gossip_note_mixed(g, &g->serve);
 }
@@ -763,7 +775,8 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 	gossip_note_mixed(g, &g->own);
 	g->partner_step = r.step;
 	g->ok++;
-	gossip_note_gap(g, now);
+	gossip_note_gap(&g->gap[GOSSIP_GAP_ANY], now);
+	gossip_note_gap(&g->gap[GOSSIP_GAP_OWN], now);
 	gossip_finish(g, now, GOSSIP_OK, g->req_bytes + len);
 }
 

@@ -165,15 +165,26 @@ double gossip_tick(struct gossip *g, double now);
  * next exchange from there (gossip_finish's done callback may). */
 void gossip_partner_down(struct gossip *g, double now, const char *addr);
 
-/* The longest time between two exchanges (initiated or served) from the
- * first on; 0 before the second. A soak's bar on stalls reads it. */
-double gossip_longest_gap(const struct gossip *g);
+/* Which exchanges a count or a gap is over: every one finished (started
+ * here or served for a partner), or only those this peer started. The
+ * partners' rounds come at their whim; this peer's own come every
+ * interval steps, so a gap between two of them is what a stall is
+ * judged by. */
+enum gossip_gap_kind {
+	GOSSIP_GAP_ANY,
+	GOSSIP_GAP_OWN,
+	GOSSIP_GAP_N
+};
+
+/* The longest time between two exchanges of the kind from the first on;
+ * 0 before the second. A soak's bar on stalls reads it. */
+double gossip_longest_gap(const struct gossip *g, enum gossip_gap_kind kind);
 /* The process ran again after a stop (SIGSTOP, then SIGCONT): the time it
  * was stopped is no gap between exchanges, so that a peer waiting on
  * others is told apart from one frozen. */
 void gossip_resumed(struct gossip *g, double now);
-/* Exchanges finished (as initiator or responder). */
-uint64_t gossip_exchanges(const struct gossip *g);
+/* Exchanges of the kind finished. */
+uint64_t gossip_exchanges(const struct gossip *g, enum gossip_gap_kind kind);
 /* Smoothed RMS difference of own and partner values on exchanged
  * coordinates; < 0 before the first exchange. */
 double gossip_consensus_distance(const struct gossip *g);

@@ -39,7 +39,7 @@ struct rounds {
 	struct closing closing;
 	double close_at;          /* the closing phase's next move; < 0: none */
 	uint64_t round_step;      /* step at which the last round began */
-	int busy_retries;         /* partners that answered BUSY this round */
+	int retries;              /* partners after the first this round */
 	int joining;              /* the model must be pulled first */
 	char (*names)[WIRE_ADDR_MAX + 1]; /* the live members, as last asked */
 	const char **addrs;       /* pointers into names, for select and pull */
@@ -157,13 +157,15 @@ rounds_gossip_params(struct rounds *r, struct gossip_params *gp)
 }
 
 double
-rounds_patience(const struct select_link *l, double patience, double timeout)
+rounds_patience(const struct select *s, const char *addr, double patience, double timeout)
 {
-	double wait;
+	const struct select_link *l = select_link(s, addr);
+	double rtt = l != NULL && l->rtt > 0 ? l->rtt : select_rtt_max(s), wait;
+	unsigned failures = l != NULL ? l->failures : 0;
 
-	if (l == NULL || l->rtt <= 0 || patience <= 0)
+	if (rtt <= 0 || patience <= 0)
 		return timeout;
-	wait = patience * l->rtt * ldexp(1, (int)(l->failures < 16 ? l->failures : 16));
+	wait = patience * rtt * ldexp(1, (int)(failures < 16 ? failures : 16));
 	return fmin(timeout, fmax(ROUNDS_PATIENCE_MIN_S, wait));
 }
 
@@ -175,8 +177,8 @@ rounds_begin(struct rounds *r, double now, const char *partner)
 	int rc = gossip_start(r->gossip, now, partner);
 
 	if (rc == 0)
-		gossip_set_deadline(r->gossip, now + rounds_patience(select_link(r->select,
-		    partner), r->cfg->exchange_patience, r->cfg->exchange_timeout));
+		gossip_set_deadline(r->gossip, now + rounds_patience(r->select, partner,
+		    r->cfg->exchange_patience, r->cfg->exchange_timeout));
 	return rc;
 }
 
@@ -244,7 +246,7 @@ rounds_on_step(struct rounds *r, double now)
 	if (step < r->round_step + (uint64_t)r->cfg->interval)
 		return;
 	r->round_step = step;
-	r->busy_retries = 0;
+	r->retries = 0;
 	rounds_start(r, now, NULL);
 }
 
@@ -375,7 +377,11 @@ rounds_done(void *arg, const char *addr, double now, enum gossip_result res,
 		rounds_close_done(r, now, res);
 		return;
 	}
-	if (res == GOSSIP_BUSY && r->busy_retries++ < ROUNDS_BUSY_RETRIES) {
+	/* A round that mixed nothing goes on with another partner at once:
+	 * given up, a partner killed or stopped mid-exchange would cost this
+	 * peer the whole round, twice its usual time between rounds (the
+	 * soak's bar on stalls); a BUSY one, whatever it was in. */
+	if (res != GOSSIP_OK && r->retries++ < ROUNDS_RETRIES) {
 		rounds_start(r, now, addr);
 		return;
 	}
@@ -672,7 +678,7 @@ rounds_stranded(const struct rounds *r)
 uint64_t
 rounds_exchanges(const struct rounds *r)
 {
-	return r != NULL ? gossip_exchanges(r->gossip) : 0;
+	return r != NULL ? gossip_exchanges(r->gossip, GOSSIP_GAP_ANY) : 0;
 }
 
 void
@@ -688,7 +694,12 @@ rounds_status_json(const struct rounds *r, json_t *st)
 	pace_stats(r->pace, &waited, &waits);
 	json_object_set_new(st, "lag_wait_s", json_real(waited));
 	json_object_set_new(st, "lag_waits", json_integer((json_int_t)waits));
-	json_object_set_new(st, "longest_gap_s", util_json_real(gossip_longest_gap(r->gossip)));
+	json_object_set_new(st, "longest_gap_s",
+	    util_json_real(gossip_longest_gap(r->gossip, GOSSIP_GAP_ANY)));
+	json_object_set_new(st, "own_exchanges",
+	    json_integer((json_int_t)gossip_exchanges(r->gossip, GOSSIP_GAP_OWN)));
+	json_object_set_new(st, "longest_own_gap_s",
+	    util_json_real(gossip_longest_gap(r->gossip, GOSSIP_GAP_OWN)));
 	json_object_set_new(st, "consensus_distance", dist < 0 ? json_null() :
 	    util_json_real(dist));
 	json_object_set_new(st, "consensus_distance_relative", rel < 0 ? json_null() :

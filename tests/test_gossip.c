@@ -239,7 +239,7 @@ test_exchange(enum gossip_mode mode, enum gossip_values values)
 	}
 	CHECKF(mixed == mask_size(mode, 0.1, d), "%s mixed %zu of %zu", gossip_mode_name(mode),
 	    mixed, d);
-	CHECK(gossip_exchanges(peers[0].g) == 1 && gossip_exchanges(peers[1].g) == 1);
+	CHECK(gossip_exchanges(peers[0].g, GOSSIP_GAP_ANY) == 1 && gossip_exchanges(peers[1].g, GOSSIP_GAP_ANY) == 1);
 	CHECK(gossip_consensus_distance(peers[0].g) > 0);
 	free(a0);
 	free(b0);
@@ -248,37 +248,50 @@ test_exchange(enum gossip_mode mode, enum gossip_values values)
 	teardown();
 }
 
-/* One exchange p0 starts at t, answered at once. */
+/* One exchange peer i starts at t with the other, answered at once. */
 static void
-exchange_at(double t)
+exchange_at(int i, double t)
 {
-	CHECK(gossip_start(peers[0].g, t, peers[1].addr) == 0);
+	CHECK(gossip_start(peers[i].g, t, peers[1 - i].addr) == 0);
 	pump_at(t, 0);
-	CHECK(peers[0].last == GOSSIP_OK);
+	CHECK(peers[i].last == GOSSIP_OK);
 }
 
 /* The longest gap between exchanges, on both sides, and a stop's left
  * out: an exchange that comes in just before SIGCONT's handler ended a
- * gap that held the stop. */
+ * gap that holds the stop. Between a peer's own exchanges, the ones it
+ * served do not count. */
 static void
 test_gap(void)
 {
 	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.1, "40-20-10", "40-20-10");
-	exchange_at(1);
-	CHECK(gossip_longest_gap(peers[0].g) == 0 && gossip_longest_gap(peers[1].g) == 0);
-	exchange_at(2);
-	exchange_at(5);
-	CHECKF(gossip_longest_gap(peers[0].g) == 3 && gossip_longest_gap(peers[1].g) == 3,
-	    "%g %g", gossip_longest_gap(peers[0].g), gossip_longest_gap(peers[1].g));
+	exchange_at(0, 1);
+	CHECK(gossip_longest_gap(peers[0].g, GOSSIP_GAP_ANY) == 0 && gossip_longest_gap(peers[1].g, GOSSIP_GAP_ANY) == 0);
+	exchange_at(0, 2);
+	exchange_at(0, 5);
+	CHECKF(gossip_longest_gap(peers[0].g, GOSSIP_GAP_ANY) == 3 && gossip_longest_gap(peers[1].g, GOSSIP_GAP_ANY) == 3,
+	    "%g %g", gossip_longest_gap(peers[0].g, GOSSIP_GAP_ANY), gossip_longest_gap(peers[1].g, GOSSIP_GAP_ANY));
 	gossip_resumed(peers[0].g, 5.05);
-	CHECKF(gossip_longest_gap(peers[0].g) == 1, "%g", gossip_longest_gap(peers[0].g));
-	exchange_at(5.5);
-	CHECK(gossip_longest_gap(peers[0].g) == 1);
+	CHECKF(gossip_longest_gap(peers[0].g, GOSSIP_GAP_ANY) == 1, "%g", gossip_longest_gap(peers[0].g, GOSSIP_GAP_ANY));
+	exchange_at(0, 5.5);
+	CHECK(gossip_longest_gap(peers[0].g, GOSSIP_GAP_ANY) == 1);
 	/* Long after the last exchange: the gap so far was the stop's. */
 	gossip_resumed(peers[0].g, 20);
-	exchange_at(20.5);
-	CHECK(gossip_longest_gap(peers[0].g) == 1);
-	CHECKF(gossip_longest_gap(peers[1].g) == 15, "%g", gossip_longest_gap(peers[1].g));
+	exchange_at(0, 20.5);
+	CHECK(gossip_longest_gap(peers[0].g, GOSSIP_GAP_ANY) == 1);
+	CHECKF(gossip_longest_gap(peers[1].g, GOSSIP_GAP_ANY) == 15, "%g", gossip_longest_gap(peers[1].g, GOSSIP_GAP_ANY));
+	CHECK(gossip_longest_gap(peers[0].g, GOSSIP_GAP_OWN) == 1);
+	CHECK(gossip_exchanges(peers[1].g, GOSSIP_GAP_OWN) == 0);
+	exchange_at(1, 21);
+	exchange_at(1, 22);
+	exchange_at(0, 23.5);
+	CHECKF(gossip_longest_gap(peers[0].g, GOSSIP_GAP_ANY) == 1.5, "%g",
+	    gossip_longest_gap(peers[0].g, GOSSIP_GAP_ANY));
+	CHECKF(gossip_longest_gap(peers[0].g, GOSSIP_GAP_OWN) == 3, "%g",
+	    gossip_longest_gap(peers[0].g, GOSSIP_GAP_OWN));
+	CHECK(gossip_exchanges(peers[0].g, GOSSIP_GAP_OWN) == 6);
+	CHECK(gossip_exchanges(peers[0].g, GOSSIP_GAP_ANY) == 8);
+	CHECK(gossip_longest_gap(peers[1].g, GOSSIP_GAP_OWN) == 1);
 	teardown();
 }
 
@@ -303,7 +316,7 @@ test_busy_timeout_malformed(void)
 	CHECK(gossip_start(peers[1].g, 0.0, peers[0].addr) == 0);
 	pump(0);
 	CHECK(peers[0].last == GOSSIP_OK && peers[1].last == GOSSIP_OK);
-	CHECK(gossip_exchanges(peers[0].g) == 2 && gossip_exchanges(peers[1].g) == 2);
+	CHECK(gossip_exchanges(peers[0].g, GOSSIP_GAP_ANY) == 2 && gossip_exchanges(peers[1].g, GOSSIP_GAP_ANY) == 2);
 
 	/* A peer without the job's model answers BUSY to everyone. */
 	gossip_set_ready(peers[1].g, 0);
@@ -510,7 +523,7 @@ test_suspect_served(void)
 	    peers[0].done, peers[0].last);
 	CHECK(same(peers[1].m, b0));
 	CHECK(rejected(peers[1].g, "suspect") == 1 && peers[1].refused[GOSSIP_REFUSE_SUSPECT] == 1);
-	CHECK(gossip_exchanges(peers[1].g) == 0 && gossip_exchanges(peers[0].g) == 1);
+	CHECK(gossip_exchanges(peers[1].g, GOSSIP_GAP_ANY) == 0 && gossip_exchanges(peers[0].g, GOSSIP_GAP_ANY) == 1);
 	a1 = snap(peers[0].m);
 	for (size_t i = 0; i < peers[0].m->d; i++)
 		CHECKF(a1[i] == (a0[i] + b0[i]) / 2, "coordinate %zu: %g, not the average", i, a1[i]);

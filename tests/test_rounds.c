@@ -4,10 +4,11 @@
  * rounds, wired through a fake send into one queue and a fake clock (the
  * daemon's ops stand in for membership, the trainer and the transport).
  * A round starts every `interval` steps and not between; a partner that
- * answers BUSY is replaced twice, then the round gives up and lets the
- * trainer go; an exchange waits for its partner as long as the link's
- * exchanges take, times a margin; with lag the trainer is held lag rounds ahead until the
- * exchange ends; the closing phase exchanges back to back with no step
+ * answers BUSY or fails (frozen mid-exchange) is replaced at once, twice,
+ * then the round gives up and lets the trainer go; an exchange waits for
+ * its partner as long as the link's exchanges take, times a margin (a new
+ * link as long as the slowest measured one's); with lag the trainer is
+ * held lag rounds ahead until the exchange ends; the closing phase exchanges back to back with no step
  * until its byte budget is spent, ends at once with no member left, and a
  * leave ends it; a joiner pulls from the live members and is told the
  * donors' step, then takes part in rounds. A fresh job's start agreement
@@ -305,14 +306,14 @@ test_busy_retries(void)
 	for (int k = 0; k < 4; k++)
 		step(0);
 	pump();
-	CHECKF(peers[0].reqs == 1 + ROUNDS_BUSY_RETRIES, "%d requests in one round",
+	CHECKF(peers[0].reqs == 1 + ROUNDS_RETRIES, "%d requests in one round",
 	    peers[0].reqs);
 	CHECK(rounds_exchanges(peers[0].r) == 0);
 	CHECK(peers[0].released >= 1);
 	for (int k = 0; k < 4; k++)
 		step(0);
 	pump();
-	CHECKF(peers[0].reqs == 2 * (1 + ROUNDS_BUSY_RETRIES), "%d requests in two rounds",
+	CHECKF(peers[0].reqs == 2 * (1 + ROUNDS_RETRIES), "%d requests in two rounds",
 	    peers[0].reqs);
 	teardown();
 }
@@ -348,6 +349,39 @@ round_of_p0(void)
 	for (int k = 0; k < 4; k++)
 		step(0);
 	CHECK(peers[0].reqs == reqs + 1);
+}
+
+/* Partners frozen mid-exchange: each timeout gives way at once to
+ * another partner in the same round, twice, then the round gives up; in
+ * the next, the partner after a frozen one answers and the round ends
+ * with an exchange. */
+static void
+test_fail_retries(void)
+{
+	int to;
+
+	setup(5, -1);
+	round_of_p0();
+	for (int k = 1; k <= ROUNDS_RETRIES; k++) {
+		REQUIRE(nq == 1);
+		to = queue[0].to;
+		lose_queue();
+		advance(peers[0].at);
+		CHECKF(peers[0].reqs == 1 + k, "%d requests after %d timeouts", peers[0].reqs, k);
+		CHECK(nq == 1 && queue[0].to != to);
+	}
+	lose_queue();
+	advance(peers[0].at);
+	CHECKF(peers[0].reqs == 1 + ROUNDS_RETRIES, "%d requests in one round", peers[0].reqs);
+	CHECK(timeouts(0) == 1 + ROUNDS_RETRIES);
+	CHECK(rounds_exchanges(peers[0].r) == 0 && peers[0].released >= 1);
+	round_of_p0();
+	lose_queue();
+	advance(peers[0].at);
+	CHECK(peers[0].reqs == 3 + ROUNDS_RETRIES);
+	pump();
+	CHECK(rounds_exchanges(peers[0].r) == 1);
+	teardown();
 }
 
 /* An unmeasured link gets exchange_timeout; a measured one patience
@@ -390,6 +424,27 @@ test_patience(void)
 	round_of_p0();
 	CHECK(peers[0].at == now + cfg.exchange_timeout);
 	teardown();
+}
+
+/* A link never measured is given the slowest measured link's usual time
+ * (doubled per failure on it), exchange_timeout only while none is. */
+static void
+test_patience_new_link(void)
+{
+	struct select *s;
+
+	REQUIRE(select_new(&(struct select_params){ SELECT_RANDOM, 10, 10 }, &s) == 0);
+	CHECK(rounds_patience(s, "a:1", 8, 5) == 5);
+	select_record(s, "a:1", 1, 1000, 0.02, 1);
+	select_record(s, "b:1", 1, 1000, 0.1, 1);
+	CHECKF(fabs(rounds_patience(s, "c:1", 8, 5) - 0.8) < 1e-9, "%g",
+	    rounds_patience(s, "c:1", 8, 5));
+	select_record(s, "c:1", 2, 0, 0, 0);
+	CHECK(fabs(rounds_patience(s, "c:1", 8, 5) - 1.6) < 1e-9);
+	/* a:1's own 8 x 0.02 s is under the floor */
+	CHECK(rounds_patience(s, "a:1", 8, 5) == ROUNDS_PATIENCE_MIN_S);
+	CHECK(rounds_patience(s, "c:1", 0, 5) == 5);
+	select_free(s);
 }
 
 /* With lag 1 the trainer may not pass the next round's first step while
@@ -621,7 +676,9 @@ test_agree_source_down(void)
 static const struct check_case cases[] = {
 	{ "rounds_interval", test_interval },
 	{ "rounds_busy_retries", test_busy_retries },
+	{ "rounds_fail_retries", test_fail_retries },
 	{ "rounds_patience", test_patience },
+	{ "rounds_patience_new_link", test_patience_new_link },
 	{ "rounds_lag", test_lag },
 	{ "rounds_closing", test_closing },
 	{ "rounds_pull", test_pull },

@@ -30,8 +30,8 @@
  *   step after it ends. The partner comes from select_pick over every
  *   other peer, with the policy and parameters of the daemon;
  *   select_record gets what rounds_done gives it (BUSY: nothing; failure:
- *   a failure; success: bytes both ways and seconds); a BUSY partner is
- *   replaced up to ROUNDS_BUSY_RETRIES times in the same round;
+ *   a failure; success: bytes both ways and seconds); a BUSY or failed
+ *   partner is replaced up to ROUNDS_RETRIES times in the same round;
  * - the exchange as gossip.c does it: the initiator's values on the mask
  *   are taken at the start and travel in a REQ; the responder mixes them
  *   in when the REQ arrives and answers with its own values as they were
@@ -171,7 +171,7 @@ struct sim_xchg {
 	struct mask	mask;
 	float		*mine, *theirs;	/* k values each */
 	size_t		bytes;		/* both ways so far */
-	int		busy_retries;
+	int		retries;
 };
 
 struct sim_peer {
@@ -512,7 +512,7 @@ sim_start(int i, const char *exclude)
 	x->active = 1;
 	x->to = to;
 	x->start = now;
-	x->wait = rounds_patience(select_link(p->sel, pick), opt.patience, opt.timeout);
+	x->wait = rounds_patience(p->sel, pick, opt.patience, opt.timeout);
 	req = sim_wire_bytes(1);
 	x->bytes = req;
 	tally.bytes += req;
@@ -546,7 +546,7 @@ sim_round(int i)
 	struct sim_peer *p = &peers[i];
 
 	p->round_step = sim_steps_at(p, now);
-	p->ex.busy_retries = 0;
+	p->ex.retries = 0;
 	sim_start(i, NULL);
 	if (!p->ex.active)
 		sim_next_round(i);
@@ -562,7 +562,7 @@ sim_done(int i, int ok, int busy)
 	x->active = 0;
 	if (!busy)
 		select_record(p->sel, names[x->to], now, x->bytes, now - x->start, ok);
-	if (busy && x->busy_retries++ < ROUNDS_BUSY_RETRIES) {
+	if (!ok && x->retries++ < ROUNDS_RETRIES) {
 		sim_start(i, names[x->to]);
 		if (x->active)
 			return;

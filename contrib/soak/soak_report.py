@@ -7,17 +7,20 @@ slot, run, JSON) and events.log.
 
 Prints, as markdown:
 - events by kind (from events.log);
-- exchange gaps: per run of a peer, the median time between its exchanges
-  (its time training over its exchanges), the longest time between two of
-  them (the peer's own longest_gap_s at its last poll training while the
-  chaos lasts; the daemon leaves out a time it was stopped) and the
-  longest time it surely took no step (but in its closing phase, which
-  takes none) (its count did not move from one poll to a later one;
-  shorter ones than the polls' interval, about 1.5 s, go unseen), outside
-  any SIGSTOP of its own; a peer with any of these above twice the job's
-  median time between exchanges is a stalled one; the longest gaps that
-  ended after the chaos began (a run's longest rises only past its start's)
-  and, with BASELINE_DIR, the same figures without churn;
+- exchange gaps: per run of a peer, its time between rounds (its time
+  training over the exchanges it started that finished: a round every
+  interval steps), the longest time between two of those (the peer's own
+  longest_own_gap_s at its last poll training while the chaos lasts; the
+  daemon leaves out a time it was stopped) and the longest time it surely
+  took no step (but in its closing phase, which takes none) (its count did
+  not move from one poll to a later one; shorter ones than the polls'
+  interval, about 1.5 s, go unseen), outside any SIGSTOP of its own; a
+  peer with either above twice its time between rounds is a stalled one.
+  Exchanges it served come at its partners' whim and are left out of the
+  bar (a peer between two rounds of its own is not stalled), but the same
+  figures over every exchange are printed; the longest gaps that ended
+  after the chaos began (a run's longest rises only past its start's) and,
+  with BASELINE_DIR, the same figures without churn;
 - joiners: per run that pulled the model, the bytes its pull received
   against the model's size, and its consensus distance at the first poll
   after two of its own exchanges against the median of the other peers'
@@ -32,6 +35,7 @@ Prints, as markdown:
   BASELINE_DIR (a soak of the same job with --churn no) the differences.
 Exits 1 on a stalled peer or a joiner over the bars, 2 on bad usage.
 """
+import collections
 import json
 import re
 import statistics
@@ -89,47 +93,56 @@ def overlaps(a, b, windows):
     return any(a < w1 + 2 and w0 - 2 < b for w0, w1 in windows)
 
 
+Gaps = collections.namedtuple("Gaps", "own own_longest own_chaos every every_longest no_step")
+
+
 def gaps(runs, stops, t_end, t_chaos):
-    """Per run: (median s between exchanges, longest s between two,
-    longest s without a step), over its polls while training, up to t_end:
-    the end of the chaos (after it, a peer restarted late trains on while
-    the others are done and no longer exchange, which is the job ending,
-    not a stall). Peers from before longest_gap_s are judged as the step
-    is, from the polls. A fourth figure: the longest gap that ended after
-    t_chaos, as far as the polls show it (a new longest; None when the
-    longest came before)."""
+    """Per run, Gaps over its polls while training, up to t_end: the end
+    of the chaos (after it, a peer restarted late trains on while the
+    others are done and no longer exchange, which is the job ending, not a
+    stall). own, every: its time training over its own finished exchanges,
+    over every exchange; own_longest, every_longest: the daemon's longest
+    gaps; own_chaos: own_longest where it rose after t_chaos (None when the
+    longest came before); no_step: the longest time the polls show it took
+    no step."""
     rows = {}
     for (s, r), seq in runs.items():
         seq = [(t, st) for t, st in seq if st.get("state") in TRAINING and t < t_end]
         if len(seq) < 5:
             continue
-        t0, x0 = seq[0][0], seq[0][1].get("exchanges", 0)
-        t1, x1 = seq[-1][0], seq[-1][1].get("exchanges", 0)
-        if x1 <= x0:
+        first, last = seq[0], seq[-1]
+        dt = last[0] - first[0]
+        own = last[1].get("own_exchanges", 0) - first[1].get("own_exchanges", 0)
+        every = last[1].get("exchanges", 0) - first[1].get("exchanges", 0)
+        if own <= 0:
             continue
         # A count that has not moved from one poll to a later one did not
         # move in between: the time from the poll where it last moved to
         # the last poll where it still had not is a stall it surely had
         # (stalls shorter than the polls' interval, about 1.5 s, go
         # unseen). Polls more than POLL_GAP apart are the soak's own pause
-        # (starting a joiner, the end checks): a window starts afresh.
-        longest = {"exchanges": 0.0, "step": 0.0}
-        for key in longest:
-            last_t, last_v, prev = seq[0][0], seq[0][1].get(key, 0), seq[0][0]
-            for t, st in seq[1:]:
-                v = st.get(key, 0)
-                # A closing peer exchanges but takes no step.
-                if t - prev > POLL_GAP or v != last_v or (key == "step" and st.get("state") == "closing"):
-                    last_t, last_v = t, v
-                elif not overlaps(last_t, t, stops.get(s, [])):
-                    longest[key] = max(longest[key], t - last_t)
-                prev = t
-        daemon = seq[-1][1].get("longest_gap_s")
-        before = max((st.get("longest_gap_s") or 0 for t, st in seq if t <= t_chaos), default=0)
-        chaos = daemon if daemon is not None and daemon > before else None
-        rows[(s, r)] = ((t1 - t0) / (x1 - x0),
-                        longest["exchanges"] if daemon is None else daemon, longest["step"], chaos)
+        # (starting a joiner, the end checks): a window starts afresh. A
+        # closing peer exchanges but takes no step.
+        no_step = 0.0
+        last_t, last_v, prev = first[0], first[1].get("step", 0), first[0]
+        for t, st in seq[1:]:
+            v = st.get("step", 0)
+            if t - prev > POLL_GAP or v != last_v or st.get("state") == "closing":
+                last_t, last_v = t, v
+            elif not overlaps(last_t, t, stops.get(s, [])):
+                no_step = max(no_step, t - last_t)
+            prev = t
+        own_longest = last[1]["longest_own_gap_s"]
+        before = max((st.get("longest_own_gap_s") or 0 for t, st in seq if t <= t_chaos), default=0)
+        rows[(s, r)] = Gaps(dt / own, own_longest, own_longest if own_longest > before else None,
+                            dt / every, last[1]["longest_gap_s"], no_step)
     return rows
+
+
+def stalled(g):
+    """The runs of g whose longest gap between rounds, or time without a
+    step, is above twice their own time between rounds."""
+    return [k for k, v in g.items() if max(v.own_longest, v.no_step) > 2 * v.own]
 
 
 def joiners(polls, runs, events, params):
@@ -241,6 +254,30 @@ def accuracy_rows(argv, events, polls):
                   f" first peers' mean - baseline's: {100 * (statistics.mean(mine) - statistics.mean(b)):+.2f} points")
 
 
+def gap_rows(g, chaos_from, label):
+    """Prints g's figures; returns how many runs stalled."""
+    def spread(xs):
+        xs = sorted(xs)
+        return f"median {statistics.median(xs):.2f} s, {xs[0]:.2f}-{xs[-1]:.2f} s"
+    bad = stalled(g)
+    chaos = [v.own_chaos for v in g.values() if v.own_chaos is not None]
+    print(f"\n{label}exchange gaps over {len(g)} runs: time between rounds (its own finished"
+          f" exchanges) {spread(v.own for v in g.values())}; longest between two rounds"
+          f" {spread(v.own_longest for v in g.values())}; longest / time between rounds:"
+          f" median {statistics.median(v.own_longest / v.own for v in g.values()):.2f},"
+          f" max {max(v.own_longest / v.own for v in g.values()):.2f};"
+          f" longest without a step: max {max(v.no_step for v in g.values()):.1f} s;"
+          f" stalled (either above twice its time between rounds): {len(bad)}"
+          + "".join(f"\n  p{k[0]} run {k[1]}: between rounds {g[k].own:.2f} s, longest"
+                    f" {g[k].own_longest:.2f} s, without a step {g[k].no_step:.1f} s" for k in sorted(bad)))
+    print(f"{label}every exchange (served ones too): time between them"
+          f" {spread(v.every for v in g.values())}; longest between two"
+          f" {spread(v.every_longest for v in g.values())}")
+    print(f"{label}a run's new longest between rounds after {chaos_from:.0f} s: {len(chaos)} runs"
+          + (f", {spread(chaos)}" if chaos else ""))
+    return len(bad)
+
+
 def main(argv):
     if len(argv) not in (2, 3):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
@@ -269,36 +306,13 @@ def main(argv):
     g = gaps(runs, stopped_windows(events), chaos_over, chaos_from)
     bad = 0
     if g:
-        job = statistics.median(v[0] for v in g.values())
-        stalled = [k for k, v in g.items() if max(v[:3]) > 2 * job]
-        longest = sorted(v[1] for v in g.values())
-        print(f"\nexchange gaps over {len(g)} runs: job median of medians {job:.2f} s;"
-              f" per-run medians {min(v[0] for v in g.values()):.2f}-{max(v[0] for v in g.values()):.2f} s;"
-              f" longest between two exchanges:"
-              f" median {statistics.median(longest):.2f} s,"
-              f" max {longest[-1]:.2f} s; longest without a step: max {max(v[2] for v in g.values()):.1f} s;"
-              f" stalled (its median, or a time without an exchange or a step, above 2x the"
-              f" job's median): {len(stalled)}"
-              + "".join(f"\n  p{k[0]} run {k[1]}: median {g[k][0]:.2f} s, between exchanges"
-                        f" {g[k][1]:.2f} s, without a step {g[k][2]:.1f} s" for k in sorted(stalled)))
-        chaos = sorted(v[3] for v in g.values() if v[3] is not None)
-        print(f"longest gaps that ended while the chaos lasted (a run's new longest after"
-              f" {chaos_from:.0f} s): {len(chaos)} runs"
-              + (f", median {statistics.median(chaos):.2f} s, max {chaos[-1]:.2f} s" if chaos else ""))
+        bad += gap_rows(g, chaos_from, "")
         if len(argv) == 3:
             bpolls, bevents = load(argv[2])
             bg = gaps(runs_of(bpolls), {}, min((t for t, text in bevents if text == "chaos over"),
                       default=final_poll(bevents)), chaos_from)
             if bg:
-                bl = sorted(v[1] for v in bg.values())
-                bc = sorted(v[3] for v in bg.values() if v[3] is not None)
-                bjob = statistics.median(v[0] for v in bg.values())
-                print(f"without churn, {len(bg)} runs: job median {bjob:.2f} s; longest between two"
-                      f" exchanges: median {statistics.median(bl):.2f} s, max {bl[-1]:.2f} s;"
-                      f" above 2x the job's median: {sum(max(v[:3]) > 2 * bjob for v in bg.values())};"
-                      f" a new longest after {chaos_from:.0f} s: {len(bc)} runs"
-                      + (f", max {bc[-1]:.2f} s" if bc else ""))
-        bad += len(stalled)
+                gap_rows(bg, chaos_from, "without churn, ")
 
     j = joiners(polls, runs, events, params)
     if j:

@@ -89,7 +89,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		now += fuzz_u8(&in) * 0.001;
 		(void)gossip_tick(g, now);
 	}
-	(void)gossip_exchanges(g);
+	(void)gossip_exchanges(g, GOSSIP_GAP_ANY);
 	(void)gossip_consensus_distance(g);
 	FUZZ_STATS(gossip_stats_json, g);
 	fuzz_release(-ECANCELED);
