@@ -76,6 +76,7 @@ struct gossip {
 	uint64_t initiated, ok, busy_in, failed, timeouts, served, busy_out, refused;
 	uint64_t gone;            /* failed by gossip_partner_down */
 	int partner_gone;         /* this exchange's partner is known gone */
+	int unsent;               /* its request could not be delivered */
 	uint64_t bad_mask;	/* requests whose mask parameters cannot build */
 	uint64_t malformed;
 	uint64_t rejected[GOSSIP_REFUSE_N];
@@ -505,10 +506,15 @@ gossip_req_sent(void *arg, int status)
 	struct gossip_send_ctx *ctx = arg;
 	struct gossip *g = ctx->g;
 
+	/* Ended by the next gossip_tick, which knows the time: the done
+	 * callback may start the next exchange, whose deadline would
+	 * otherwise count from this one's start. The transport fails a
+	 * request when its peer is unreachable, and says so first
+	 * (rounds_peer_down), which ticks at once. */
 	if (status < 0 && g->active && g->nonce == ctx->nonce) {
 		log_debug("gossip: request to %s failed: %s", g->addr, strerror(-status));
-		g->failed++;
-		gossip_finish(g, g->start, GOSSIP_FAILED, 0);
+		g->unsent = 1;
+		g->deadline = g->start;
 	}
 	free(ctx);
 }
@@ -576,6 +582,7 @@ gossip_start(struct gossip *g, double now, const char *addr)
 	g->start = now;
 	g->deadline = now + g->p.timeout;
 	g->partner_gone = 0;
+	g->unsent = 0;
 	g->req_bytes = len;
 	g->active = 1;
 	g->initiated++;
@@ -803,11 +810,12 @@ gossip_tick(struct gossip *g, double now)
 	if (!g->active)
 		return -1;
 	if (now >= g->deadline) {
-		log_debug("gossip: exchange with %s %s", g->addr, g->partner_gone ?
+		log_debug("gossip: exchange with %s %s", g->addr, g->unsent ?
+		    "failed: its request was not delivered" : g->partner_gone ?
 		    "failed: the partner is gone" : "timed out");
 		if (g->partner_gone)
 			g->gone++;
-		else
+		else if (!g->unsent)
 			g->timeouts++;
 		g->failed++;
 		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes);

@@ -377,10 +377,11 @@ rounds_done(void *arg, const char *addr, double now, enum gossip_result res,
 		rounds_close_done(r, now, res);
 		return;
 	}
-	/* A round that mixed nothing goes on with another partner at once:
-	 * given up, a partner killed or stopped mid-exchange would cost this
-	 * peer the whole round, twice its usual time between rounds (the
-	 * soak's bar on stalls); a BUSY one, whatever it was in. */
+	/* A round that mixed nothing (its partner answered BUSY, or was
+	 * killed, stopped or refused mid-exchange) goes on at once with
+	 * another partner: given up, it would cost this peer the whole
+	 * round, twice its usual time between rounds (the soak's bar on
+	 * stalls). */
 	if (res != GOSSIP_OK && r->retries++ < ROUNDS_RETRIES) {
 		rounds_start(r, now, addr);
 		return;

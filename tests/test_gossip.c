@@ -61,6 +61,7 @@ struct peer {
 
 static struct peer peers[2];
 static int restart_on_done;
+static int fail_next_send;      /* the transport fails the next message */
 
 static int
 fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
@@ -80,7 +81,8 @@ fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len
 	q->len = len;
 	/* Delivered: the transport would acknowledge it later. */
 	if (cb != NULL)
-		cb(cbarg, 0);
+		cb(cbarg, fail_next_send ? -ECONNREFUSED : 0);
+	fail_next_send = 0;
 	return 0;
 }
 
@@ -355,8 +357,21 @@ test_busy_timeout_malformed(void)
 	pump(1);
 	next = gossip_tick(peers[0].g, 6.5);
 	CHECKF(next == 8.5, "next deadline %g, want 8.5", next);
+	/* A request the transport fails ends at the next tick, which knows
+	 * the time: an exchange the done callback starts counts its deadline
+	 * from then, not from the failed one's start. */
 	restart_on_done = 0;
 	gossip_tick(peers[0].g, 9.0);
+	pump(1);
+	restart_on_done = 1;
+	fail_next_send = 1;
+	CHECK(gossip_start(peers[0].g, 10.0, peers[1].addr) == 0);
+	CHECK(gossip_active(peers[0].g));
+	pump(1);
+	next = gossip_tick(peers[0].g, 10.5);
+	CHECKF(next == 12.5, "next deadline %g, want 12.5", next);
+	restart_on_done = 0;
+	gossip_tick(peers[0].g, 13.0);
 	pump(1);
 
 	/* Garbage and truncated messages change nothing. */
