@@ -157,15 +157,13 @@ rounds_gossip_params(struct rounds *r, struct gossip_params *gp)
 }
 
 double
-rounds_patience(const struct select *s, const char *addr, double patience, double timeout)
+rounds_patience(const struct select_link *l, double patience, double timeout)
 {
-	const struct select_link *l = select_link(s, addr);
-	double rtt = l != NULL && l->rtt > 0 ? l->rtt : select_rtt_max(s), wait;
-	unsigned failures = l != NULL ? l->failures : 0;
+	double wait;
 
-	if (rtt <= 0 || patience <= 0)
+	if (l == NULL || l->rtt <= 0 || patience <= 0)
 		return timeout;
-	wait = patience * rtt * ldexp(1, (int)(failures < 16 ? failures : 16));
+	wait = patience * l->rtt * ldexp(1, (int)(l->failures < 16 ? l->failures : 16));
 	return fmin(timeout, fmax(ROUNDS_PATIENCE_MIN_S, wait));
 }
 
@@ -177,8 +175,8 @@ rounds_begin(struct rounds *r, double now, const char *partner)
 	int rc = gossip_start(r->gossip, now, partner);
 
 	if (rc == 0)
-		gossip_set_deadline(r->gossip, now + rounds_patience(r->select, partner,
-		    r->cfg->exchange_patience, r->cfg->exchange_timeout));
+		gossip_set_deadline(r->gossip, now + rounds_patience(select_link(r->select,
+		    partner), r->cfg->exchange_patience, r->cfg->exchange_timeout));
 	return rc;
 }
 

@@ -103,21 +103,17 @@ void rounds_peer_down(struct rounds *r, double now, const char *addr);
  * fails at once, from the rounds timer (gossip_partner_down); a pull
  * keeps its donor, which may still answer. */
 void rounds_partner_gone(struct rounds *r, double now, const char *addr);
-/* How long an exchange with addr may take: patience (exchange_patience)
- * times its link's usual time (select's EWMA), doubled per failure in a
- * row on it, at least ROUNDS_PATIENCE_MIN_S and at most timeout
- * (exchange_timeout), which patience 0 gets. A link never measured is
- * taken to be as slow as the slowest measured one (select_rtt_max), and
- * gets timeout only while none is: a peer that had just restarted waited
- * out exchange_timeout, 5 s, for a partner killed under it, as its links
- * were all new. A partner killed or stopped
+/* How long an exchange over link l may take: patience (exchange_patience)
+ * times its usual time (select's EWMA), doubled per failure in a row on
+ * it, at least ROUNDS_PATIENCE_MIN_S and at most timeout
+ * (exchange_timeout), which a link never measured (l NULL) and patience 0
+ * get. A partner killed or stopped
  * mid-exchange would otherwise hold this peer until membership suspects
  * it (gossip_partner_down), a second or more, where an exchange between
  * two processes of one host takes milliseconds. The doubling lets a link
  * that slowed down finish an exchange and be measured again (its EWMA
  * moves only with exchanges that finish). */
-double rounds_patience(const struct select *s, const char *addr, double patience,
-    double timeout);
+double rounds_patience(const struct select_link *l, double patience, double timeout);
 /* The process ran again after a SIGSTOP (gossip_resumed). */
 void rounds_resumed(struct rounds *r, double now);
 /* The trainer's budget is spent: the model moves only by exchanges from

@@ -108,16 +108,6 @@ select_link(const struct select *s, const char *addr)
 	return select_find(s, addr);
 }
 
-double
-select_rtt_max(const struct select *s)
-{
-	double max = -1;
-
-	for (size_t i = 0; i < s->n; i++)
-		max = fmax(max, s->links[i].rtt);
-	return max;
-}
-
 const char *
 select_pick(struct select *s, double now, const char *const *addrs, size_t n,
     const char *exclude)

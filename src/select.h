@@ -74,9 +74,6 @@ void select_offence(struct select *s, const char *addr, double now, unsigned rea
 void select_note_refusal(struct select *s, const char *addr, unsigned reason);
 /* NULL if the link was never picked or measured. */
 const struct select_link *select_link(const struct select *s, const char *addr);
-/* The usual exchange time (rtt) of the slowest link measured; < 0 when
- * none is. */
-double select_rtt_max(const struct select *s);
 /* Add "select": {policy, candidates_last, picks...} to obj. */
 int select_stats_json(const struct select *s, json_t *obj);
 

@@ -6,10 +6,10 @@
  * A round starts every `interval` steps and not between; a partner that
  * answers BUSY or fails (frozen mid-exchange) is replaced at once, twice,
  * then the round gives up and lets the trainer go; an exchange waits for
- * its partner as long as the link's exchanges take, times a margin (a new
- * link as long as the slowest measured one's); with lag the trainer is
- * held lag rounds ahead until the exchange ends; the closing phase exchanges back to back with no step
- * until its byte budget is spent, ends at once with no member left, and a
+ * its partner as long as the link's exchanges take, times a margin; with
+ * lag the trainer is held lag rounds ahead until the exchange ends; the
+ * closing phase exchanges back to back with no step until its byte
+ * budget is spent, ends at once with no member left, and a
  * leave ends it; a joiner pulls from the live members and is told the
  * donors' step, then takes part in rounds. A fresh job's start agreement
  * (pull.h) ends with one model everywhere: the lowest address's when no
@@ -426,27 +426,6 @@ test_patience(void)
 	teardown();
 }
 
-/* A link never measured is given the slowest measured link's usual time
- * (doubled per failure on it), exchange_timeout only while none is. */
-static void
-test_patience_new_link(void)
-{
-	struct select *s;
-
-	REQUIRE(select_new(&(struct select_params){ SELECT_RANDOM, 10, 10 }, &s) == 0);
-	CHECK(rounds_patience(s, "a:1", 8, 5) == 5);
-	select_record(s, "a:1", 1, 1000, 0.02, 1);
-	select_record(s, "b:1", 1, 1000, 0.1, 1);
-	CHECKF(fabs(rounds_patience(s, "c:1", 8, 5) - 0.8) < 1e-9, "%g",
-	    rounds_patience(s, "c:1", 8, 5));
-	select_record(s, "c:1", 2, 0, 0, 0);
-	CHECK(fabs(rounds_patience(s, "c:1", 8, 5) - 1.6) < 1e-9);
-	/* a:1's own 8 x 0.02 s is under the floor */
-	CHECK(rounds_patience(s, "a:1", 8, 5) == ROUNDS_PATIENCE_MIN_S);
-	CHECK(rounds_patience(s, "c:1", 0, 5) == 5);
-	select_free(s);
-}
-
 /* With lag 1 the trainer may not pass the next round's first step while
  * the exchange runs; its end lets go. */
 static void
@@ -678,7 +657,6 @@ static const struct check_case cases[] = {
 	{ "rounds_busy_retries", test_busy_retries },
 	{ "rounds_fail_retries", test_fail_retries },
 	{ "rounds_patience", test_patience },
-	{ "rounds_patience_new_link", test_patience_new_link },
 	{ "rounds_lag", test_lag },
 	{ "rounds_closing", test_closing },
 	{ "rounds_pull", test_pull },

@@ -512,7 +512,7 @@ sim_start(int i, const char *exclude)
 	x->active = 1;
 	x->to = to;
 	x->start = now;
-	x->wait = rounds_patience(p->sel, pick, opt.patience, opt.timeout);
+	x->wait = rounds_patience(select_link(p->sel, pick), opt.patience, opt.timeout);
 	req = sim_wire_bytes(1);
 	x->bytes = req;
 	tally.bytes += req;
