@@ -100,9 +100,9 @@ def gaps(runs, stops, t_end, t_chaos):
     """Per run, Gaps over its polls while training, up to t_end: the end
     of the chaos (after it, a peer restarted late trains on while the
     others are done and no longer exchange, which is the job ending, not a
-    stall). own, every: its time training over its own finished exchanges,
-    over every exchange; own_longest, every_longest: the daemon's longest
-    gaps; own_chaos: own_longest where it rose after t_chaos (None when the
+    stall). own, every: its time training (not closing) over its own
+    finished exchanges, over every exchange; own_longest, every_longest:
+    the daemon's longest gaps; own_chaos: own_longest where it rose after t_chaos (None when the
     longest came before); no_step: the longest time the polls show it took
     no step."""
     rows = {}
@@ -110,10 +110,15 @@ def gaps(runs, stops, t_end, t_chaos):
         seq = [(t, st) for t, st in seq if st.get("state") in TRAINING and t < t_end]
         if len(seq) < 5:
             continue
-        first, last = seq[0], seq[-1]
-        dt = last[0] - first[0]
-        own = last[1].get("own_exchanges", 0) - first[1].get("own_exchanges", 0)
-        every = last[1].get("exchanges", 0) - first[1].get("exchanges", 0)
+        # Rates over training only: the closing phase exchanges back to
+        # back, taking no step, and would make a round look shorter.
+        steps = [(t, st) for t, st in seq if st.get("state") == "training"]
+        if len(steps) < 2:
+            continue
+        (t0, st0), (t1, st1) = steps[0], steps[-1]
+        dt = t1 - t0
+        own = st1.get("own_exchanges", 0) - st0.get("own_exchanges", 0)
+        every = st1.get("exchanges", 0) - st0.get("exchanges", 0)
         if own <= 0:
             continue
         # A count that has not moved from one poll to a later one did not
@@ -124,7 +129,7 @@ def gaps(runs, stops, t_end, t_chaos):
         # (starting a joiner, the end checks): a window starts afresh. A
         # closing peer exchanges but takes no step.
         no_step = 0.0
-        last_t, last_v, prev = first[0], first[1].get("step", 0), first[0]
+        last_t, last_v, prev = seq[0][0], seq[0][1].get("step", 0), seq[0][0]
         for t, st in seq[1:]:
             v = st.get("step", 0)
             if t - prev > POLL_GAP or v != last_v or st.get("state") == "closing":
@@ -132,10 +137,10 @@ def gaps(runs, stops, t_end, t_chaos):
             elif not overlaps(last_t, t, stops.get(s, [])):
                 no_step = max(no_step, t - last_t)
             prev = t
-        own_longest = last[1]["longest_own_gap_s"]
+        own_longest = seq[-1][1]["longest_own_gap_s"]
         before = max((st.get("longest_own_gap_s") or 0 for t, st in seq if t <= t_chaos), default=0)
         rows[(s, r)] = Gaps(dt / own, own_longest, own_longest if own_longest > before else None,
-                            dt / every, last[1]["longest_gap_s"], no_step)
+                            dt / every, seq[-1][1]["longest_gap_s"], no_step)
     return rows
 
 
