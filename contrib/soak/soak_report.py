@@ -33,7 +33,8 @@ Prints, as markdown:
   over", on --eval-samples) and at the end (the final poll, after every
   peer was done: on the whole test set, at equal steps), and with
   BASELINE_DIR (a soak of the same job with --churn no) the differences.
-Exits 1 on a stalled peer or a joiner over the bars, 2 on bad usage.
+Exits 1 on a stalled peer or a joiner over the bars, 2 on bad usage or on
+polls of a daemon older than this report (no longest_own_gap_s).
 """
 import collections
 import json
@@ -102,9 +103,9 @@ def gaps(runs, stops, t_end, t_chaos):
     others are done and no longer exchange, which is the job ending, not a
     stall). own, every: its time training (not closing) over its own
     finished exchanges, over every exchange; own_longest, every_longest:
-    the daemon's longest gaps; own_chaos: own_longest where it rose after t_chaos (None when the
-    longest came before); no_step: the longest time the polls show it took
-    no step."""
+    the daemon's longest gaps; own_chaos: own_longest where it rose after
+    t_chaos (None when the longest came before); no_step: the longest
+    time the polls show it took no step."""
     rows = {}
     for (s, r), seq in runs.items():
         seq = [(t, st) for t, st in seq if st.get("state") in TRAINING and t < t_end]
@@ -288,6 +289,13 @@ def main(argv):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     polls, events = load(argv[1])
+    # A daemon from before own_exchanges: its gaps cannot be judged here.
+    for d in argv[1:]:
+        ps = polls if d == argv[1] else load(d)[0]
+        if any(st.get("state") == "training" and "longest_own_gap_s" not in st for _, _, _, st in ps):
+            print(f"soak_report.py: {d}: a training peer's status has no longest_own_gap_s"
+                  " (a daemon older than this report)", file=sys.stderr)
+            return 2
     params = next((int(m.group(1)) for _, text in events
                    if (m := re.match(r"model parameters (\d+)$", text))), None)
     kinds = {}
