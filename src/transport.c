@@ -33,6 +33,7 @@ static void on_tick(uv_timer_t *h);
 static void transport_peer_drain(struct transport *t, struct tpeer *p);
 static void transport_close_step(struct transport *t);
 static void on_closed(void *arg);
+static void peer_hello_again(struct transport *t, struct tpeer *p, double now);
 
 /* Either layer's rejection, counted with the endpoint's own. */
 static void
@@ -291,6 +292,8 @@ on_tick(uv_timer_t *h)
 			peer_fail(t, p, p->error);
 		else if (peer_expired(t, p, now))
 			peer_fail(t, p, -ETIMEDOUT);
+		else if (p->sess.out_state == OUT_HELLO && now > p->hs_resend)
+			peer_hello_again(t, p, now);
 		if (p->sess.out_state == OUT_HELLO || p->queue != NULL ||
 		    p->inflight != NULL || p->frame.bodies != NULL)
 			busy = 1;
@@ -303,18 +306,47 @@ on_tick(uv_timer_t *h)
 
 #define SESS_PEER(s) GD_CONTAINER_OF(s, struct tpeer, sess)
 
-/* Start the handshake with p; what fails fails p at the next tick. */
+/* Send p a fresh HELLO; what fails fails p at the next tick. */
 static void
-peer_hello(struct transport *t, struct tpeer *p)
+peer_hello_send(struct transport *t, struct tpeer *p, double now)
 {
 	int rc;
 
-	p->hs_deadline = tclock_deadline(&t->clock, tclock_now(&t->clock), 0, 0);
+	p->hs_resend = now + p->hs_wait;
 	if ((rc = tsess_start(&t->sess, &p->sess)) != 0) {
 		peer_error(t, p, rc);
 		return;
 	}
 	transport_arm_tick(t, TCLOCK_TICK_MS);
+}
+
+/* Start the handshake with p. */
+static void
+peer_hello(struct transport *t, struct tpeer *p)
+{
+	double now = tclock_now(&t->clock);
+
+	p->hs_deadline = tclock_deadline(&t->clock, now, 0, 0);
+	p->hs_wait = TRANSPORT_HELLO_RESEND_S;
+	peer_hello_send(t, p, now);
+}
+
+/*
+ * A HELLO can be lost with nothing failing: a peer restarting where a
+ * process we were failing lived has its first HELLO dropped with the
+ * connection our failure of the old one tears down (fi_av_remove), and
+ * the new peer would wait its whole deadline while we already talk to it.
+ * So an unanswered HELLO goes again, fresh (a copy would be refused as
+ * old), at 1, 3, 7 s... until the deadline; an answer to an earlier one
+ * is then refused as matching no HELLO, and the newest answer is taken.
+ */
+static void
+peer_hello_again(struct transport *t, struct tpeer *p, double now)
+{
+	log_debug("transport: no answer from %s to our hello in %.1f s: "
+	    "sending another", p->addr, p->hs_wait);
+	p->hs_wait *= 2;
+	peer_hello_send(t, p, now);
 }
 
 static struct tsess *

@@ -19,6 +19,8 @@
  * queues its messages to stay within it, so peers that agree on
  * max_message_size never trip it.
  *
+ * A HELLO unanswered for 1 s is sent again (then after 2 s, 4 s...),
+ * since one can be lost with its connection while nothing fails.
  * When a deadline of a peer passes (or the handshake's), the peer is
  * declared unreachable: all its operations fail
  * (-ETIMEDOUT, or -EHOSTUNREACH when the provider reported an error), they

@@ -38,6 +38,8 @@
 #define RX_DEPTH	64
 #define HOST_MAX	(WIRE_ADDR_MAX + 1)
 #define PORT_MAX	8
+/* An unanswered HELLO is sent again after this, then twice as long. */
+#define TRANSPORT_HELLO_RESEND_S	1.0
 
 /* One application send: queued, then in flight until its ACK. */
 struct tmsg {
@@ -63,6 +65,8 @@ struct tpeer {
 	char			port[PORT_MAX];
 	int			error;	/* failure to act on at the next tick */
 	double			hs_deadline;	/* our HELLO's answer is due */
+	double			hs_resend;	/* unanswered, it goes again */
+	double			hs_wait;	/* before the next resend */
 
 	struct tsess		sess;	/* keys, the peer's id */
 	struct tframe_peer	frame;	/* fabric address, bodies coming in */

@@ -27,6 +27,9 @@ tsess_start(struct tsess_layer *l, struct tsess *s)
 {
 	if (l->ops->reach(l->arg, s) != 0)
 		return -EHOSTUNREACH;
+	session_hs_wipe(&s->hs_prev);
+	if (s->out_state == OUT_HELLO)
+		s->hs_prev = s->hs;
 	if (session_hello_make(l->ctx, &s->hs, l->listen,
 	    s->in_ready ? s->in_stamp : 0) != 0)
 		return -EINVAL;
@@ -41,6 +44,7 @@ tsess_reset_out(struct tsess *s)
 {
 	session_wipe(&s->out);
 	session_hs_wipe(&s->hs);
+	session_hs_wipe(&s->hs_prev);
 	s->out_state = OUT_NONE;
 }
 
@@ -121,6 +125,27 @@ out:
 	return rc;
 }
 
+/* Is a HELLO_ACK the answer to a HELLO we since sent again? The peer
+ * takes the newer one too, so this answer's keys are of no use. */
+static int
+hello_ack_stale(struct tsess_layer *l, const uint8_t *buf, size_t len,
+    const struct wire_header *h)
+{
+	struct wire_hello hl;
+	struct session sess;
+	struct tsess *s;
+
+	for (s = l->all; s != NULL; s = s->next)
+		if (s->out_state == OUT_HELLO && session_hello_finish(l->ctx,
+		    &s->hs_prev, buf, len, h, &hl, &sess) == 0) {
+			session_wipe(&sess);
+			log_debug("transport: %s answered a hello sent since "
+			    "again", s->addr);
+			return 1;
+		}
+	return 0;
+}
+
 int
 tsess_on_hello_ack(struct tsess_layer *l, const uint8_t *buf, size_t len,
     const struct wire_header *h, struct tsess **out)
@@ -133,10 +158,13 @@ tsess_on_hello_ack(struct tsess_layer *l, const uint8_t *buf, size_t len,
 		if (s->out_state == OUT_HELLO && session_hello_finish(l->ctx,
 		    &s->hs, buf, len, h, &hl, &sess) == 0)
 			break;
+	if (s == NULL && hello_ack_stale(l, buf, len, h))
+		return -EALREADY;
 	if (s == NULL) {
 		l->ops->reject(l->arg, WIRE_REJ_HANDSHAKE, "hello_ack matches no hello");
 		return -ENOTCONN;
 	}
+	session_hs_wipe(&s->hs_prev);
 	if (s->id != 0 && s->id != h->sender && s->in_ready)
 		tsess_reset_in(s);
 	s->id = h->sender;

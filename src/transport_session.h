@@ -35,6 +35,7 @@ struct tsess {
 
 	enum out_state		out_state;
 	struct session_hs	hs;
+	struct session_hs	hs_prev;	/* a HELLO sent again replaced it */
 	struct session		out;
 	uint64_t		out_hello;	/* stamps behind out: our HELLO's, */
 	uint64_t		out_acked;	/* and the peer's HELLO_ACK's */
@@ -72,8 +73,10 @@ struct tsess_layer {
 
 /* A peer's sessions join the layer; addr must outlive them. */
 void tsess_add(struct tsess_layer *l, struct tsess *s, const char *addr);
-/* Send our HELLO to s's peer. 0, or a negative errno (-EHOSTUNREACH, or
- * -EINVAL: no HELLO made) for which the peer is to fail. */
+/* Send our HELLO to s's peer (a fresh one where one is unanswered: a
+ * late answer to that one is then dropped, not counted as a rejection).
+ * 0, or a negative errno (-EHOSTUNREACH, or -EINVAL: no HELLO made) for
+ * which the peer is to fail. */
 int tsess_start(struct tsess_layer *l, struct tsess *s);
 /* Forget a direction's keys (and a handshake in progress). */
 void tsess_reset_out(struct tsess *s);

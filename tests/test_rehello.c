@@ -15,6 +15,12 @@
  * HELLO from V and opens under the session A holds. Real endpoints on
  * loopback, one loop, no timing involved: each step waits for the answer
  * of the one before.
+ *
+ * rehello_lost: V's first HELLO to A goes unanswered (as one lost with a
+ * connection torn down under it): V must send a fresh one after about a
+ * second, not wait its whole deadline, and of A's two answers, the first
+ * held back until the second HELLO came, take only the second's and drop
+ * the first without counting it as a failed handshake.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -76,6 +82,15 @@ static struct {
 	int			in_ready;
 	uint64_t		in_stamp;	/* V's HELLO behind in */
 	int			hellos;		/* HELLOs from V */
+
+	/* rehello_lost */
+	int			lost;
+	uint64_t		lost_hellos[2];	/* uv_now of V's HELLOs */
+	uint8_t			held_ack[SESSION_HELLO_FRAME_MAX];
+	size_t			held_len;
+	int			req_opened;	/* under the second session */
+	int			sent_status;
+	json_int_t		refused;	/* V's handshake rejections */
 
 	int			step;
 	uint64_t		req_seq;
@@ -272,6 +287,53 @@ on_echo(const uint8_t *buf, const struct wire_header *h)
 	step_check();
 }
 
+/* V's HELLOs in rehello_lost: the first answer is held back until the
+ * second HELLO comes, then both go, the stale one first. */
+static void
+lost_hello(const uint8_t *buf, size_t len, const struct wire_header *h)
+{
+	uint8_t ack[SESSION_HELLO_FRAME_MAX];
+	struct wire_hello hl;
+	size_t ack_len;
+
+	if (g.hellos == 2) {
+		fail("V said hello a third time");
+		return;
+	}
+	session_wipe(&g.in);
+	if (session_hello_accept(&g.ctx, buf, len, h, g.addr, &hl, &g.in, ack,
+	    &ack_len) != 0) {
+		fail("V's HELLO does not authenticate");
+		return;
+	}
+	g.lost_hellos[g.hellos++] = uv_now(&g.loop);
+	if (g.hellos == 1) {
+		memcpy(g.held_ack, ack, ack_len);
+		g.held_len = ack_len;
+		return;
+	}
+	g.in_ready = 1;
+	a_post(g.held_ack, g.held_len);
+	a_post(ack, ack_len);
+}
+
+/* V's request, which must come under the second HELLO's session. */
+static void
+lost_req(const uint8_t *buf, const struct wire_header *h)
+{
+	uint8_t pl[sizeof(g.req)], ack[WIRE_ACK_SIZE];
+
+	if (h->payload_len != sizeof(g.req) || !g.in_ready ||
+	    session_open(&g.in, buf, h->seq, 0, buf + WIRE_HEADER_SIZE,
+	    sizeof(pl) + WIRE_MAC_SIZE, pl) != 0) {
+		fail("V's request is not sealed under its second HELLO's session");
+		return;
+	}
+	g.req_opened = 1;
+	wire_put_u64(ack, h->seq);
+	a_send(&g.in, WIRE_T_ACK, ack, sizeof(ack), NULL);
+}
+
 static void
 a_frame(void *arg, const uint8_t *buf, size_t len, int status)
 {
@@ -283,6 +345,14 @@ a_frame(void *arg, const uint8_t *buf, size_t len, int status)
 		return;
 	if (wire_frame_decode(buf, len, &g.ctx.lim, &h, &why) != 0) {
 		fail("V sent a malformed frame");
+		return;
+	}
+	if (g.lost && h.type == WIRE_T_HELLO) {
+		lost_hello(buf, len, &h);
+		return;
+	}
+	if (g.lost && h.type == T_ECHO_REQ) {
+		lost_req(buf, &h);
 		return;
 	}
 	switch (h.type) {
@@ -369,6 +439,7 @@ test_steps(void)
 	uint8_t key[SESSION_KEY_SIZE];
 	struct errbuf err;
 
+	memset(&g, 0, sizeof(g));
 	REQUIRE(sodium_init() >= 0);
 	randombytes_buf(key, sizeof(key));
 	REQUIRE(uv_loop_init(&g.loop) == 0);
@@ -391,8 +462,71 @@ test_steps(void)
 	REQUIRE(uv_loop_close(&g.loop) == 0);
 }
 
+/* V's handshake counters, from its stats. */
+static json_int_t
+v_rejected(const char *why)
+{
+	json_t *o = json_object();
+	json_int_t n;
+
+	REQUIRE(o != NULL && transport_stats_json(g.v, o) == 0);
+	n = json_integer_value(json_object_get(json_object_get(o, "rejected"),
+	    why));
+	json_decref(o);
+	return n;
+}
+
+static void
+lost_sent(void *arg, int status)
+{
+	(void)arg;
+	g.sent_status = status;
+	g.refused = v_rejected("handshake_failure");
+	finish();
+}
+
+static void
+test_lost(void)
+{
+	uint8_t key[SESSION_KEY_SIZE];
+	uint64_t gap;
+	size_t i;
+
+	memset(&g, 0, sizeof(g));
+	REQUIRE(sodium_init() >= 0);
+	randombytes_buf(key, sizeof(key));
+	REQUIRE(uv_loop_init(&g.loop) == 0);
+	g.lost = 1;
+	g.sent_status = 1;
+	open_endpoints(key);
+	REQUIRE(session_ctx_init(&g.ctx, key, JOB, A_ID,
+	    TRANSPORT_DEFAULT_MAX_MESSAGE) == 0);
+	for (i = 0; i < sizeof(g.req); i++)
+		g.req[i] = (uint8_t)(7 * i);
+	REQUIRE(transport_send(g.v, g.addr, T_ECHO_REQ, g.req, sizeof(g.req),
+	    lost_sent, NULL) == 0);
+	uv_timer_init(&g.loop, &g.deadline);
+	uv_timer_start(&g.deadline, on_deadline, 30000, 0);
+	uv_run(&g.loop, UV_RUN_DEFAULT);
+	gap = g.hellos == 2 ? g.lost_hellos[1] - g.lost_hellos[0] : 0;
+	CHECKF(g.hellos == 2, "V said hello %d time(s)", g.hellos);
+	/* Its deadline is 10 s: only a resend comes this early. */
+	CHECKF(gap >= 900 && gap < 5000, "second HELLO %" PRIu64 " ms after the first", gap);
+	CHECKF(g.sent_status == 0, "V's send ended %d", g.sent_status);
+	CHECK(g.req_opened);
+	/* The stale answer is dropped: no handshake refused. */
+	CHECKF(g.refused == 0, "%lld handshake answers refused",
+	    (long long)g.refused);
+	printf("rehello_lost: second HELLO after %" PRIu64 " ms, send %d\n",
+	    gap, g.sent_status);
+	session_wipe(&g.in);
+	session_ctx_wipe(&g.ctx);
+	REQUIRE(uv_loop_close(&g.loop) == 0);
+}
+
 static const struct check_case cases[] = {
 	{ "rehello_steps", test_steps },
+	{ "rehello_lost", test_lost },
 	{ NULL, NULL }
 };
 
