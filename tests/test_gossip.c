@@ -57,6 +57,7 @@ struct peer {
 	int done;
 	int refused[GOSSIP_REFUSE_N];
 	char refused_from[32];
+	uint64_t step;                  /* what the peer's trainer is at */
 };
 
 static struct peer peers[2];
@@ -113,8 +114,7 @@ fake_refused(void *arg, const char *addr, enum gossip_refusal why)
 static uint64_t
 fake_step(void *arg)
 {
-	(void)arg;
-	return 7;
+	return ((struct peer *)arg)->step;
 }
 
 /* Deliver everything queued (and what that causes) at now; drop == 1
@@ -165,6 +165,7 @@ setup(enum gossip_mode mode, enum gossip_values values, double density, const ch
 
 		memset(&peers[i], 0, sizeof(peers[i]));
 		peers[i].idx = i;
+		peers[i].step = 7;
 		snprintf(peers[i].addr, sizeof(peers[i].addr), "127.0.0.1:%d", 20000 + i);
 		CHECK(model_spec_parse(i == 0 ? spec_a : spec_b, i == 0 ? &sa : &sb, &err) == 0);
 		CHECK(model_new(i == 0 ? &sa : &sb, "cpu", 1, 8, 100 + (uint64_t)i, &peers[i].m,
@@ -561,21 +562,26 @@ shifted(struct model *m, const float *x, float shift)
 	free(y);
 }
 
-/* The responder measures ways from the model it became ready with: a
- * partner that has come the way this peer came is not behind; one that
- * sends that start model (stale) is, and is suspect after three slices,
- * before trust has a quorum to judge distances by. */
+/* The responder measures ways from the job's start model, the one it
+ * became ready with at step 0: a partner that has come the way this peer
+ * came is not behind; one that sends that start model (stale) is, and is
+ * suspect after three slices, before trust has a quorum to judge
+ * distances by. A responder that became ready later (at step 7: resumed
+ * or joined) has no start to measure from and judges no ways. */
 static void
-test_behind(void)
+behind_from(uint64_t ready_step)
 {
 	const struct trust_member *e;
 	struct trust *t;
 	float *b0;
+	int judged = ready_step == 0;
 
 	setup(GOSSIP_DENSE, GOSSIP_FP32, 1.0, "40-20-10", "40-20-10");
 	REQUIRE(trust_new(&(struct trust_params){ 2.0 }, &t) == 0);
 	gossip_set_trust(peers[1].g, t);
+	peers[1].step = ready_step;
 	gossip_set_ready(peers[1].g, 1);
+	peers[1].step = 7;
 	b0 = snap(peers[1].m);
 	for (int k = 0; k < 6; k++) {
 		shifted(peers[1].m, b0, 0.5f);
@@ -588,12 +594,20 @@ test_behind(void)
 			CHECKF(e->suspicion == 0 && e->behind == 0, "suspicion %g behind %llu",
 			    e->suspicion, (unsigned long long)e->behind);
 	}
-	CHECKF(trust_suspect(t, peers[0].addr) && e->behind == 3, "suspicion %g behind %llu",
+	CHECKF(trust_suspect(t, peers[0].addr) == judged && e->behind == (judged ? 3u : 0u),
+	    "ready at step %llu: suspicion %g behind %llu", (unsigned long long)ready_step,
 	    e->suspicion, (unsigned long long)e->behind);
-	CHECK(rejected(peers[1].g, "suspect") == 1);
+	CHECK(rejected(peers[1].g, "suspect") == (uint64_t)judged);
 	free(b0);
 	teardown();
 	trust_free(t);
+}
+
+static void
+test_behind(void)
+{
+	behind_from(0);
+	behind_from(7);
 }
 
 static void
