@@ -510,8 +510,10 @@ test_lost(void)
 	uv_run(&g.loop, UV_RUN_DEFAULT);
 	gap = g.hellos == 2 ? g.lost_hellos[1] - g.lost_hellos[0] : 0;
 	CHECKF(g.hellos == 2, "V said hello %d time(s)", g.hellos);
-	/* Its deadline is 10 s: only a resend comes this early. */
-	CHECKF(gap >= 900 && gap < 5000, "second HELLO %" PRIu64 " ms after the first", gap);
+	/* Not before its second; and V's send ending well means the second
+	 * came before V's deadline (10 s on the transport's clock, which a
+	 * loaded machine's stalls do not advance: no wall-clock bound here). */
+	CHECKF(gap >= 900, "second HELLO %" PRIu64 " ms after the first", gap);
 	CHECKF(g.sent_status == 0, "V's send ended %d", g.sent_status);
 	CHECK(g.req_opened);
 	/* The stale answer is dropped: no handshake refused. */
