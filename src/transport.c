@@ -337,8 +337,9 @@ peer_hello(struct transport *t, struct tpeer *p)
  * connection our failure of the old one tears down (fi_av_remove), and
  * the new peer would wait its whole deadline while we already talk to it.
  * So an unanswered HELLO goes again, fresh (a copy would be refused as
- * old), at 1, 3, 7 s... until the deadline; an answer to an earlier one
- * is then refused as matching no HELLO, and the newest answer is taken.
+ * old), at 1, 3, 7 s... until the deadline; the newest one's answer is
+ * the one taken, and a late answer to the one before is dropped
+ * uncounted (transport_session keeps that HELLO to know its answer).
  */
 static void
 peer_hello_again(struct transport *t, struct tpeer *p, double now)
