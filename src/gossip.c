@@ -66,7 +66,8 @@ struct gossip {
 	struct gossip_scratch serve;  /* answering someone else's */
 	struct drift *drift;          /* mode delta's anchor (drift.h) */
 	struct trust *trust;          /* borrowed; may be NULL */
-	float *origin;                /* the model when it became ready; d floats */
+	float *origin;                /* the job's start model; d floats */
+	int late;                     /* training started past step 0: no origin */
 	size_t origin_d;
 	gossip_tamper_fn tamper;      /* test builds only */
 	void *tamper_arg;
@@ -256,22 +257,31 @@ gossip_take_origin(struct gossip *g)
 }
 
 /*
- * Only the job's start (step 0) is an origin. A model this peer became
- * ready with later, resumed from its checkpoint or pulled by a joiner, is
- * where the job was, not where it came from: this peer's way from there
- * is its own steps, as large as the members' spread, and on the
- * coordinates its steps moved most (delta's masks) an honest member, who
- * mixed where this peer trained alone, lies the other way. Soaks of 32
- * peers saw such a peer suspect nearly the whole job as behind within 30 s
- * and stop choosing partners for up to 83 s.
+ * Only the job's start is an origin. A model this peer trains on from a
+ * later step, resumed from its checkpoint or pulled by a joiner, is where
+ * the job was, not where it came from: this peer's way from there is its
+ * own steps, as large as the members' spread, and on the coordinates its
+ * steps moved most (delta's masks) an honest member, who mixed where this
+ * peer trained alone, lies the other way. Soaks of 32 peers saw such a
+ * peer suspect nearly the whole job as behind within 30 s and stop
+ * choosing partners for up to 83 s.
  */
 static void
 gossip_origin_at_ready(struct gossip *g)
 {
-	if (g->ops.step(g->ops.arg) == 0)
-		gossip_take_origin(g);
-	else
+	if (g->late)
 		gossip_drop_origin(g);
+	else
+		gossip_take_origin(g);
+}
+
+void
+gossip_start_at(struct gossip *g, uint64_t step)
+{
+	if (step == 0)
+		return;
+	g->late = 1;
+	gossip_drop_origin(g);
 }
 
 void

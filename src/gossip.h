@@ -143,6 +143,9 @@ void gossip_set_tamper(struct gossip *g, gossip_tamper_fn fn, void *arg);
 /* A peer that has no model of the job yet (a joiner still pulling it)
  * answers every REQ with BUSY. New: ready. */
 void gossip_set_ready(struct gossip *g, int ready);
+/* Training starts at step: past 0 the model was resumed or pulled, not
+ * the job's start, and trust judges no ways from it (gossip.c). */
+void gossip_start_at(struct gossip *g, uint64_t step);
 /* Start an exchange with addr; -EBUSY if one is in flight. */
 int gossip_start(struct gossip *g, double now, const char *addr);
 /* Bring the deadline of the exchange in flight forward to `deadline`

@@ -256,6 +256,7 @@ rounds_start_at(struct rounds *r, uint64_t step)
 	r->round_step = r->outer_step = step;
 	/* The model is the job's from here: the outer step anchors at it. */
 	outer_reset(r->outer);
+	gossip_start_at(r->gossip, step);
 }
 
 /* The closing phase ends when a rule of closing_check says so; 1 if it

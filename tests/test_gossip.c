@@ -57,7 +57,6 @@ struct peer {
 	int done;
 	int refused[GOSSIP_REFUSE_N];
 	char refused_from[32];
-	uint64_t step;                  /* what the peer's trainer is at */
 };
 
 static struct peer peers[2];
@@ -114,7 +113,8 @@ fake_refused(void *arg, const char *addr, enum gossip_refusal why)
 static uint64_t
 fake_step(void *arg)
 {
-	return ((struct peer *)arg)->step;
+	(void)arg;
+	return 7;
 }
 
 /* Deliver everything queued (and what that causes) at now; drop == 1
@@ -165,7 +165,6 @@ setup(enum gossip_mode mode, enum gossip_values values, double density, const ch
 
 		memset(&peers[i], 0, sizeof(peers[i]));
 		peers[i].idx = i;
-		peers[i].step = 7;
 		snprintf(peers[i].addr, sizeof(peers[i].addr), "127.0.0.1:%d", 20000 + i);
 		CHECK(model_spec_parse(i == 0 ? spec_a : spec_b, i == 0 ? &sa : &sb, &err) == 0);
 		CHECK(model_new(i == 0 ? &sa : &sb, "cpu", 1, 8, 100 + (uint64_t)i, &peers[i].m,
@@ -566,8 +565,8 @@ shifted(struct model *m, const float *x, float shift)
  * became ready with at step 0: a partner that has come the way this peer
  * came is not behind; one that sends that start model (stale) is, and is
  * suspect after three slices, before trust has a quorum to judge
- * distances by. A responder that became ready later (at step 7: resumed
- * or joined) has no start to measure from and judges no ways. */
+ * distances by. A responder whose training starts later (at step 7:
+ * resumed or joined) has no start to measure from and judges no ways. */
 static void
 behind_from(uint64_t ready_step)
 {
@@ -579,9 +578,10 @@ behind_from(uint64_t ready_step)
 	setup(GOSSIP_DENSE, GOSSIP_FP32, 1.0, "40-20-10", "40-20-10");
 	REQUIRE(trust_new(&(struct trust_params){ 2.0 }, &t) == 0);
 	gossip_set_trust(peers[1].g, t);
-	peers[1].step = ready_step;
+	/* As a resumed peer: ready with its model, then told the step its
+	 * training starts at. */
 	gossip_set_ready(peers[1].g, 1);
-	peers[1].step = 7;
+	gossip_start_at(peers[1].g, ready_step);
 	b0 = snap(peers[1].m);
 	for (int k = 0; k < 6; k++) {
 		shifted(peers[1].m, b0, 0.5f);
