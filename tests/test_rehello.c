@@ -433,33 +433,48 @@ open_endpoints(const uint8_t *key)
 	REQUIRE(!"no free pair of ports");
 }
 
+/* Each case's V and A under a fresh job key, and its 30 s deadline. */
 static void
-test_steps(void)
+rehello_open(void)
 {
 	uint8_t key[SESSION_KEY_SIZE];
-	struct errbuf err;
 
 	memset(&g, 0, sizeof(g));
 	REQUIRE(sodium_init() >= 0);
 	randombytes_buf(key, sizeof(key));
 	REQUIRE(uv_loop_init(&g.loop) == 0);
 	open_endpoints(key);
-	REQUIRE(transport_register(g.v, &echo_proto, v_recv, NULL, &err) == 0);
 	REQUIRE(session_ctx_init(&g.ctx, key, JOB, A_ID,
 	    TRANSPORT_DEFAULT_MAX_MESSAGE) == 0);
-	/* The first two HELLOs are made before V's first one reaches A, so
-	 * the second is older than A's answer to V: the late copy. */
-	REQUIRE(session_hello_make(&g.ctx, &g.hs[0], g.addr, 0) == 0);
-	REQUIRE(session_hello_make(&g.ctx, &g.hs[1], g.addr, 0) == 0);
+	sodium_memzero(key, sizeof(key));
 	uv_timer_init(&g.loop, &g.deadline);
 	uv_timer_start(&g.deadline, on_deadline, 30000, 0);
-	step_start();
-	uv_run(&g.loop, UV_RUN_DEFAULT);
-	CHECK(g.step == NSTEPS);
+}
+
+static void
+rehello_close(void)
+{
 	session_wipe(&g.in);
 	session_wipe(&g.out);
 	session_ctx_wipe(&g.ctx);
 	REQUIRE(uv_loop_close(&g.loop) == 0);
+}
+
+static void
+test_steps(void)
+{
+	struct errbuf err;
+
+	rehello_open();
+	REQUIRE(transport_register(g.v, &echo_proto, v_recv, NULL, &err) == 0);
+	/* The first two HELLOs are made before V's first one reaches A, so
+	 * the second is older than A's answer to V: the late copy. */
+	REQUIRE(session_hello_make(&g.ctx, &g.hs[0], g.addr, 0) == 0);
+	REQUIRE(session_hello_make(&g.ctx, &g.hs[1], g.addr, 0) == 0);
+	step_start();
+	uv_run(&g.loop, UV_RUN_DEFAULT);
+	CHECK(g.step == NSTEPS);
+	rehello_close();
 }
 
 /* V's handshake counters, from its stats. */
@@ -488,25 +503,16 @@ lost_sent(void *arg, int status)
 static void
 test_lost(void)
 {
-	uint8_t key[SESSION_KEY_SIZE];
 	uint64_t gap;
 	size_t i;
 
-	memset(&g, 0, sizeof(g));
-	REQUIRE(sodium_init() >= 0);
-	randombytes_buf(key, sizeof(key));
-	REQUIRE(uv_loop_init(&g.loop) == 0);
+	rehello_open();
 	g.lost = 1;
 	g.sent_status = 1;
-	open_endpoints(key);
-	REQUIRE(session_ctx_init(&g.ctx, key, JOB, A_ID,
-	    TRANSPORT_DEFAULT_MAX_MESSAGE) == 0);
 	for (i = 0; i < sizeof(g.req); i++)
 		g.req[i] = (uint8_t)(7 * i);
 	REQUIRE(transport_send(g.v, g.addr, T_ECHO_REQ, g.req, sizeof(g.req),
 	    lost_sent, NULL) == 0);
-	uv_timer_init(&g.loop, &g.deadline);
-	uv_timer_start(&g.deadline, on_deadline, 30000, 0);
 	uv_run(&g.loop, UV_RUN_DEFAULT);
 	gap = g.hellos == 2 ? g.lost_hellos[1] - g.lost_hellos[0] : 0;
 	CHECKF(g.hellos == 2, "V said hello %d time(s)", g.hellos);
@@ -521,9 +527,7 @@ test_lost(void)
 	    (long long)g.refused);
 	printf("rehello_lost: second HELLO after %" PRIu64 " ms, send %d\n",
 	    gap, g.sent_status);
-	session_wipe(&g.in);
-	session_ctx_wipe(&g.ctx);
-	REQUIRE(uv_loop_close(&g.loop) == 0);
+	rehello_close();
 }
 
 static const struct check_case cases[] = {
