@@ -67,8 +67,8 @@ struct gossip {
 	struct drift *drift;          /* mode delta's anchor (drift.h) */
 	struct trust *trust;          /* borrowed; may be NULL */
 	float *origin;                /* the job's start model; d floats */
-	int late;                     /* training started past step 0: no origin */
 	size_t origin_d;
+	int late;                     /* training started past step 0: no origin */
 	gossip_tamper_fn tamper;      /* test builds only */
 	void *tamper_arg;
 
