@@ -266,23 +266,36 @@ on_ack(const uint8_t *buf, const struct wire_header *h)
 	step_check();
 }
 
-static void
-on_echo(const uint8_t *buf, const struct wire_header *h)
+/* Open a frame of V's the size of a request under the session A holds
+ * from V's HELLO into pl, and ACK it; else fail with why. */
+static int
+a_open_in(const uint8_t *buf, const struct wire_header *h,
+    uint8_t pl[sizeof(g.req)], const char *why)
 {
-	uint8_t pl[sizeof(g.req)], ack[WIRE_ACK_SIZE];
+	uint8_t ack[WIRE_ACK_SIZE];
 
 	if (h->payload_len != sizeof(g.req) || !g.in_ready ||
 	    session_open(&g.in, buf, h->seq, 0, buf + WIRE_HEADER_SIZE,
-	    sizeof(pl) + WIRE_MAC_SIZE, pl) != 0) {
-		fail("V's echo is not sealed under a session A holds");
-		return;
+	    sizeof(g.req) + WIRE_MAC_SIZE, pl) != 0) {
+		fail(why);
+		return -1;
 	}
+	wire_put_u64(ack, h->seq);
+	a_send(&g.in, WIRE_T_ACK, ack, sizeof(ack), NULL);
+	return 0;
+}
+
+static void
+on_echo(const uint8_t *buf, const struct wire_header *h)
+{
+	uint8_t pl[sizeof(g.req)];
+
+	if (a_open_in(buf, h, pl, "V's echo is not sealed under a session A holds") != 0)
+		return;
 	if (memcmp(pl, g.req, sizeof(pl)) != 0) {
 		fail("V's echo differs from the request");
 		return;
 	}
-	wire_put_u64(ack, h->seq);
-	a_send(&g.in, WIRE_T_ACK, ack, sizeof(ack), NULL);
 	g.echoed = 1;
 	step_check();
 }
@@ -321,17 +334,11 @@ lost_hello(const uint8_t *buf, size_t len, const struct wire_header *h)
 static void
 lost_req(const uint8_t *buf, const struct wire_header *h)
 {
-	uint8_t pl[sizeof(g.req)], ack[WIRE_ACK_SIZE];
+	uint8_t pl[sizeof(g.req)];
 
-	if (h->payload_len != sizeof(g.req) || !g.in_ready ||
-	    session_open(&g.in, buf, h->seq, 0, buf + WIRE_HEADER_SIZE,
-	    sizeof(pl) + WIRE_MAC_SIZE, pl) != 0) {
-		fail("V's request is not sealed under its second HELLO's session");
-		return;
-	}
-	g.req_opened = 1;
-	wire_put_u64(ack, h->seq);
-	a_send(&g.in, WIRE_T_ACK, ack, sizeof(ack), NULL);
+	if (a_open_in(buf, h, pl, "V's request is not sealed under its second "
+	    "HELLO's session") == 0)
+		g.req_opened = 1;
 }
 
 static void
