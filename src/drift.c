@@ -68,7 +68,7 @@ drift_bin(float x, float a)
 	return (bits >> 16) & (DRIFT_BINS - 1);
 }
 
-static int
+int
 drift_anchor(struct drift *dr, struct model *m)
 {
 	struct model_range all = { 0, m->d };

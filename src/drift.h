@@ -39,14 +39,22 @@ void drift_free(struct drift *dr);
 /* Forget the anchor (the model was replaced: a pulled or restored one);
  * the next selection takes the model as it is then. */
 void drift_reset(struct drift *dr);
+/* Anchor at m as it is now, unless anchored already: what it learns from
+ * here is what the next selections send first. Called where the job's
+ * model starts (gossip_set_ready): a peer's first steps move it most, and
+ * anchored at its first selection a few steps later, those moves would
+ * never count as drift. 0, or a negative errno (the next selection then
+ * tries again). */
+int drift_anchor(struct drift *dr, struct model *m);
 /* The k coordinates of m that drifted most (all of them when k >= d) into
  * out, their current values into values (room for k floats); out may hold
  * fewer, even none, when the model moved between the two passes. The first call (and
- * the first after drift_reset) anchors at the model as it is. */
+ * the first after drift_reset) anchors at the model as it is, if nothing
+ * anchored it before. */
 int drift_select(struct drift *dr, struct model *m, size_t k, struct mask *out,
     float *values);
-/* 1 when there is an anchor to move (a selection was made since the
- * start or the last drift_reset). */
+/* 1 when there is an anchor to move (drift_anchor or a selection since
+ * the start or the last drift_reset). */
 int drift_anchored(const struct drift *dr);
 /* Coordinates of mk were mixed and now hold mixed[] on both sides. */
 void drift_mixed(struct drift *dr, const struct mask *mk, const float *mixed);

@@ -811,6 +811,24 @@ test_delta(void)
 	teardown();
 }
 
+/* Delta anchors where the job's model starts (gossip_set_ready), not at
+ * the first selection: the steps before the first exchange are sent too. */
+static void
+test_delta_start(void)
+{
+	static const size_t big[] = { 5, 300, 1020 };
+	static const float bigd[] = { 9, -8, 7 };
+	size_t got[8], n;
+
+	setup(GOSSIP_DELTA, GOSSIP_FP32, 3.0 / 1030, "40-20-10", "40-20-10");
+	gossip_set_ready(peers[0].g, 1);
+	nudge(peers[0].m, big, bigd, 3);
+	n = exchanged(got, 8);
+	CHECKF(n == 3 && got[0] == 5 && got[1] == 300 && got[2] == 1020,
+	    "first pick %zu: %zu %zu %zu", n, got[0], got[1], got[2]);
+	teardown();
+}
+
 /* The layout of gossip_wire.h, byte for byte: peers of older builds
  * read these. */
 static void
@@ -927,6 +945,7 @@ static const struct check_case cases[] = {
 	{ "gossip_exchange_delta_fp32", test_exchange_delta_fp32 },
 	{ "gossip_exchange_delta_int8", test_exchange_delta_int8 },
 	{ "gossip_delta_residual", test_delta },
+	{ "gossip_delta_start", test_delta_start },
 	{ "gossip_busy_timeout_malformed", test_busy_timeout_malformed },
 	{ "gossip_bad_mask", test_bad_mask },
 	{ "gossip_poison", test_poison },
