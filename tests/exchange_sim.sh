@@ -46,7 +46,7 @@ again=$(run --select adaptive)
 
 for bad in "--peers abc:peers" "--select fastest:select" "--remote-ms 5:remote-ms" \
     "--density 0:density" "--view 12:view" "--mode sparse:mode" "--loss 1:loss" \
-    "--churn 0.95:churn" "--detect-s x:detect-s"; do
+    "--churn 0.95:churn" "--detect-s x:detect-s" "--noise-profile /dev/null:noise-profile"; do
 	set -- ${bad%:*}
 	err=$("$sim" -n 12 "$@" 2>&1 >/dev/null)
 	rc=$?

@@ -18,12 +18,16 @@
  *   mixing balances the steps;
  * - a local step adds --drift along one direction shared by every peer
  *   (the loss's descent direction: the mean moves, and peers that step
- *   faster get ahead of the others) plus --noise per coordinate drawn
+ *   faster get ahead of the others), --own-drift along one of each peer's
+ *   own (its shard's pull: without mixing the peers part linearly in
+ *   steps) plus --noise per coordinate drawn
  *   apart for every peer (stochastic gradients: without mixing the peers
- *   walk apart as sqrt(steps)). Steps are applied lazily, in one go when
- *   a peer's vector is read or mixed: s steps add s times the drift and
- *   noise of variance s (uniform with unit variance, not normal: only the
- *   variance matters to a distance);
+ *   walk apart as sqrt(steps)), alike for every coordinate or scaled by
+ *   --noise-profile (a real model's parameters move very unlike one
+ *   another: contrib/bench/exchange_calib.sh measures one). Steps are
+ *   applied lazily, in one go when a peer's vector is read or mixed: s
+ *   steps add s times the drift and noise of variance s (uniform with unit
+ *   variance, not normal: only the variance matters to a distance);
  * - each peer steps at its own rate, lognormal around --steps-per-s with
  *   --rate-spread, and starts a round every --interval steps, as
  *   rounds_on_step: when one is due while its exchange runs, at the first
@@ -138,14 +142,15 @@ static struct {
 	double		local_min_s, local_max_s, remote_min_s, remote_max_s;
 	double		loss;
 	double		rate, rate_spread;
-	double		init_spread, drift, noise;
+	double		init_spread, drift, own_drift, noise;
 	double		duration, sample, level;
 	uint64_t	seed;
 	const char	*series;
 	double		churn, churn_at, detect_s;	/* churn_at < 0: duration / 2 */
+	const char	*profile;
 } opt = { 100, 0, 1024, 1e8, GOSSIP_SAPS, GOSSIP_INT8, 0.04, 64, 4, SELECT_ADAPTIVE, 4, 10,
-	5, 8, 3, 1e9 / 8, 10, 0.0001, 0.0005, 0.020, 0.050, 0, 8, 0.3, 1, 0.001, 0.01, 60, 1,
-	0.3, 1, NULL, 0, -1, 3 };
+	5, 8, 3, 1e9 / 8, 10, 0.0001, 0.0005, 0.020, 0.050, 0, 8, 0.3, 1, 0.001, 0, 0.01, 60, 1,
+	0.3, 1, NULL, 0, -1, 3, NULL };
 
 enum sim_ekind { SIM_ROUND, SIM_REQ, SIM_REPLY, SIM_BUSY, SIM_FAIL, SIM_CHURN, SIM_FORGET,
 	SIM_PULLED };
@@ -176,6 +181,7 @@ struct sim_xchg {
 
 struct sim_peer {
 	float		*x, *anchor;
+	float		*own;		/* --own-drift's direction; NULL without */
 	double		rate, t0;	/* step j happens at t0 + j / rate */
 	uint64_t	applied;	/* steps already in x */
 	uint64_t	round_step;
@@ -197,6 +203,8 @@ static int *live, *pos, nlive;
 static const char **ring;
 static const char **shown;	/* --view: the others one pick sees */
 static float *dir;		/* the shared drift direction */
+/* --noise-profile: each value's noise scale, mean square 1; NULL: all 1 */
+static float *prof;
 static double site_lat[SIM_MAX_SITES][SIM_MAX_SITES];
 static struct rng srng;
 static double now;
@@ -305,15 +313,17 @@ sim_catch_up(int i)
 {
 	struct sim_peer *p = &peers[i];
 	uint64_t s = sim_steps_at(p, now);
-	float a, b;
+	float a, b, c;
 
 	if (s <= p->applied)
 		return;
 	a = (float)(opt.drift * (double)(s - p->applied));
+	c = (float)(opt.own_drift * (double)(s - p->applied));
 	/* uniform on [-sqrt 3, sqrt 3): unit variance, times sqrt(s) */
 	b = (float)(opt.noise * sqrt(3.0 * (double)(s - p->applied)) * 2.0);
 	for (int j = 0; j < opt.dim; j++)
-		p->x[j] += a * dir[j] + b * (sim_noise(p->noise) - 0.5f);
+		p->x[j] += a * dir[j] + (p->own != NULL ? c * p->own[j] : 0.0f) +
+		    b * (prof != NULL ? prof[j] : 1.0f) * (sim_noise(p->noise) - 0.5f);
 	p->applied = s;
 }
 
@@ -903,7 +913,11 @@ sim_usage(FILE *f)
 	    "      --rate-spread S    sigma of the lognormal step rates (default 0.3)\n"
 	    "      --init-spread X    start: every value N(0, X) apart per peer (default 1)\n"
 	    "      --drift X          per step, along the shared direction (default 0.001)\n"
+	    "      --own-drift X      per step, along a direction of each peer's own (its\n"
+	    "                         shard's pull), scaled as the noise (default 0)\n"
 	    "      --noise X          per step, per value, apart per peer (default 0.01)\n"
+	    "      --noise-profile F  each value's noise scale, --dim little-endian float32\n"
+	    "                         (scaled to mean square 1; default: all alike)\n"
 	    "      --duration S       simulated seconds (default 60)\n"
 	    "      --sample S         seconds between two measurements (default 1)\n"
 	    "      --level X          time_to_level: the distance falls to X times its\n"
@@ -915,6 +929,45 @@ sim_usage(FILE *f)
 	    "      --churn-at S       seconds (default: half of --duration)\n"
 	    "      --detect-s S       the crashed leave the live lists S s later (default 3)\n"
 	    "  -h, --help             this text\n", SIM_MAX_SITES, PULL_MAX_DONORS);
+}
+
+/* --noise-profile: --dim float32 scales from a measured model (e.g. each
+ * parameter's spread across peers trained apart), so that the values that
+ * move most are the few a real model's are, not every one alike: delta's
+ * top k picks them. Scaled to mean square 1, --noise keeping its meaning. */
+static int
+sim_load_profile(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	size_t d = (size_t)opt.dim, got = 0;
+	double ss = 0;
+	int c = EOF;
+
+	prof = xmalloc(d * sizeof(*prof));
+	if (f != NULL) {
+		got = fread(prof, sizeof(*prof), d, f);
+		c = fgetc(f);
+		fclose(f);
+	}
+	for (size_t j = 0; j < got; j++) {
+		uint32_t u = wire_get_u32((const uint8_t *)&prof[j]);
+
+		memcpy(&prof[j], &u, sizeof(u));
+		if (!isfinite(prof[j]) || prof[j] < 0)
+			got = 0;
+		else
+			ss += (double)prof[j] * prof[j];
+	}
+	if (f == NULL || got != d || c != EOF || ss <= 0) {
+		fprintf(stderr, "exchange_sim: --noise-profile: %s: %s\n", path, f == NULL ?
+		    strerror(errno) : "not --dim finite, non-negative float32 values, not all 0");
+		free(prof);
+		prof = NULL;
+		return -EINVAL;
+	}
+	for (size_t j = 0; j < d; j++)
+		prof[j] = (float)(prof[j] / sqrt(ss / (double)d));
+	return 0;
 }
 
 static int
@@ -946,6 +999,8 @@ sim_parse(int argc, char **argv)
 		{ "init-spread", required_argument, NULL, 'I' },
 		{ "drift", required_argument, NULL, 'D' },
 		{ "noise", required_argument, NULL, 'N' },
+		{ "own-drift", required_argument, NULL, 'O' },
+		{ "noise-profile", required_argument, NULL, 'F' },
 		{ "duration", required_argument, NULL, 't' },
 		{ "sample", required_argument, NULL, 'e' },
 		{ "level", required_argument, NULL, 'V' },
@@ -1002,6 +1057,8 @@ sim_parse(int argc, char **argv)
 		case 'I': rc = simopt_real("init-spread", optarg, 0, 1e6, &opt.init_spread); break;
 		case 'D': rc = simopt_real("drift", optarg, 0, 1e6, &opt.drift); break;
 		case 'N': rc = simopt_real("noise", optarg, 0, 1e6, &opt.noise); break;
+		case 'O': rc = simopt_real("own-drift", optarg, 0, 1e6, &opt.own_drift); break;
+		case 'F': opt.profile = optarg; break;
 		case 't': rc = simopt_real("duration", optarg, 1e-3, 1e7, &opt.duration); break;
 		case 'e': rc = simopt_real("sample", optarg, 1e-3, 1e7, &opt.sample); break;
 		case 'V': rc = simopt_real("level", optarg, 0, 1, &opt.level); break;
@@ -1033,7 +1090,7 @@ sim_parse(int argc, char **argv)
 		fprintf(stderr, "exchange_sim: --mask-block: %s\n", why.msg);
 		return -EINVAL;
 	}
-	return 0;
+	return opt.profile != NULL ? sim_load_profile(opt.profile) : 0;
 }
 
 /* --- the world ----------------------------------------------------------- */
@@ -1074,7 +1131,7 @@ sim_setup(void)
 			p->anchor = xs + ((size_t)ntotal + (size_t)i) * d;
 		for (size_t j = 0; j < d; j++)
 			p->x[j] = (float)(opt.init_spread * rng_normal(&srng));
-		/* the first selection anchors at the model as it is (drift.h) */
+		/* anchored where the model starts (drift.h, gossip_set_ready) */
 		if (p->anchor != NULL)
 			memcpy(p->anchor, p->x, d * sizeof(*p->x));
 		p->rate = opt.rate * exp(opt.rate_spread * rng_normal(&srng));
@@ -1084,6 +1141,12 @@ sim_setup(void)
 		p->ex.theirs = xcalloc(kval, sizeof(float));
 		for (int w = 0; w < 4; w++)
 			p->noise[w] = rng_u64(&srng) | 1;
+		if (opt.own_drift > 0) {
+			p->own = xmalloc(d * sizeof(*p->own));
+			for (size_t j = 0; j < d; j++)
+				p->own[j] = (rng_uniform(&srng) < 0.5 ? -1.0f : 1.0f) *
+				    (prof != NULL ? prof[j] : 1.0f);
+		}
 		if (select_new(&sp, &p->sel) < 0)
 			abort();
 		/* joiners: off until their pull is in */
@@ -1121,6 +1184,7 @@ main(int argc, char **argv)
 		mask_free(&peers[i].ex.mask);
 		free(peers[i].ex.mine);
 		free(peers[i].ex.theirs);
+		free(peers[i].own);
 	}
 	free(peers[0].x);
 	free(peers);
@@ -1130,6 +1194,7 @@ main(int argc, char **argv)
 	free(pos);
 	free(shown);
 	free(dir);
+	free(prof);
 	simq_free(&evq);
 	rng_clear(&srng);
 	return rc < 0 ? 1 : 0;

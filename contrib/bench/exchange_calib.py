@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""The exchange simulator against live jobs: their consensus distance,
+measured exactly from their checkpoints, beside exchange_sim's for the
+same job. contrib/bench/exchange_calib.sh runs the live jobs and calls it.
+
+  exchange_calib.py SIM RATE NONE_DIR INTERVAL:DIR...
+
+NONE_DIR is a job that made no exchanges: how far its peers walked apart
+by its first checkpoint fits --noise (the simulator's peers walk as
+sqrt(steps); the live ones walk slower as they go, the loss pulling them
+back, and what an exchange every few steps meets is the walk of a few
+steps), what they walked apart past that by the last one, growing as the
+square of the steps, is --own-drift (each peer's shard pulls its model its
+own way), and each parameter's spread across its peers at the last step
+is --noise-profile (a real model's parameters move very unlike one
+another, and delta's top k picks the ones that move most). Each INTERVAL:DIR is a job exchanging
+every INTERVAL steps; exchange_sim then runs it (the same peers, rate and
+interval, one site, no drift, a common start, delta) and a table prints
+the two distances at a tenth of the run each, and their ratio.
+Needs numpy.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ckpt_average import read_ckpt  # noqa: E402
+
+
+def steps(d):
+    """{steps since the start: [checkpoint of each peer]} for the steps
+    every peer wrote; the start is the first (their common model)."""
+    peers = sorted(glob.glob(f"{d}/p*.ckpt"))
+    by = {}
+    for p in peers:
+        for f in glob.glob(f"{p}/ckpt-*.gdc"):
+            by.setdefault(int(re.search(r"ckpt-(\d+)\.gdc$", f).group(1)), []).append(f)
+    by = {s: fs for s, fs in by.items() if len(fs) == len(peers)}
+    s0 = min(by)
+    return {s - s0: fs for s, fs in by.items() if s > s0}, len(peers)
+
+
+def stack(files):
+    return np.stack([read_ckpt(f)[3] for f in files])
+
+
+def distance(x):
+    """RMS over peers of ||x_i - mean|| / sqrt(d)."""
+    return float(np.sqrt(((x - x.mean(0)) ** 2).sum(1).mean() / x.shape[1]))
+
+
+def curve(d):
+    by, n = steps(d)
+    return {s: distance(stack(fs)) for s, fs in sorted(by.items())}, n
+
+
+def main():
+    if len(sys.argv) < 5:
+        sys.exit(__doc__)
+    sim, rate, none_dir = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+    by, n = steps(none_dir)
+    last = max(by)
+    x = stack(by[last])
+    dim = x.shape[1]
+    spread = x.std(0).astype("<f4")
+    free, _ = curve(none_dir)
+    # A walk of s steps of sigma per value: (n - 1) / n * sigma^2 * s.
+    sig = [np.sqrt(dd ** 2 / (s * (n - 1) / n)) for s, dd in free.items()]
+    sigma = sig[0]
+    # and a drift of beta per step of each peer's own: (n - 1) / n * beta^2 * s^2.
+    end = max(free)
+    beta = float(np.sqrt(max(0.0, free[end] ** 2 / ((n - 1) / n) - sigma ** 2 * end))) / end
+    print(f"no exchanges ({none_dir}): {n} peers, {dim} values, steps {min(free)}-{last};"
+          f" sigma per step from distance^2 / steps: {sig[0]:.3g} after {min(free)} steps"
+          f" (--noise), {sig[-1]:.3g} after {end}; the rest as a drift of each peer's own:"
+          f" {beta:.3g} per step (--own-drift)")
+    print("| steps | " + " | ".join(str(s) for s in free) + " |")
+    print("|---|" + "---|" * len(free))
+    print("| distance, live | " + " | ".join(f"{v:.3g}" for v in free.values()) + " |")
+    with tempfile.TemporaryDirectory() as tmp:
+        prof = os.path.join(tmp, "profile.f32")
+        spread.tofile(prof)
+        for arg in sys.argv[4:]:
+            interval, d = arg.split(":", 1)
+            live, _ = curve(d)
+            rows = []
+            kinds = [("alike", []), ("profile", ["--noise-profile", prof])]
+            if beta > 0:
+                kinds.append(("profile, own drift", ["--noise-profile", prof,
+                                                     "--own-drift", f"{beta:.6g}"]))
+            for label, extra in kinds:
+                series = os.path.join(tmp, f"{interval}-{len(rows)}.txt")
+                subprocess.run([sim, "-n", str(n), "--dim", str(dim), "--wire-d", str(dim),
+                                "--mode", "delta", "--init-spread", "0", "--drift", "0",
+                                "--noise", f"{sigma:.6g}", "--steps-per-s", str(rate),
+                                "--rate-spread", "0", "--sites", "1", "--local-ms", "0.05,0.05",
+                                "--interval", interval, "--duration", str(max(live) / rate),
+                                "--sample", str(min(live) / rate), "--series", series] + extra,
+                               check=True, stdout=subprocess.DEVNULL)
+                sim_at = {}
+                for line in open(series):
+                    if not line.startswith("#"):
+                        t, cd = line.split()[:2]
+                        sim_at[round(float(t) * rate)] = float(cd)
+                rows.append((label, sim_at))
+            show = [s for i, s in enumerate(live) if i % max(1, len(live) // 10) == 0 or s == max(live)]
+            print(f"\nexchanging every {interval} steps ({d}):")
+            print("| steps | " + " | ".join(str(s) for s in show) + " |")
+            print("|---|" + "---|" * len(show))
+            print("| distance, live | " + " | ".join(f"{live[s]:.3g}" for s in show) + " |")
+            summary = []
+            for label, sim_at in rows:
+                print(f"| simulated, {label} | " + " | ".join(
+                    f"{sim_at[s]:.3g}" if s in sim_at else "" for s in show) + " |")
+                print(f"| simulated / live, {label} | " + " | ".join(
+                    f"{sim_at[s] / live[s]:.2f}" if s in sim_at else "" for s in show) + " |")
+                r = [sim_at[s] / live[s] for s in live if s in sim_at]
+                summary.append(f"{label} {min(r):.2f}-{max(r):.2f} (median {np.median(r):.2f})")
+            print(f"simulated / live over all {len(live)} checkpoints: " + "; ".join(summary))
+
+
+if __name__ == "__main__":
+    main()
