@@ -938,13 +938,13 @@ sim_usage(FILE *f)
 static int
 sim_load_profile(const char *path)
 {
-	FILE *f = fopen(path, "rb");
 	size_t d = (size_t)opt.dim, got = 0;
 	double ss = 0;
 	int c = EOF;
+	FILE *f;
 
 	prof = xmalloc(d * sizeof(*prof));
-	if (f != NULL) {
+	if ((f = fopen(path, "rb")) != NULL) {
 		got = fread(prof, sizeof(*prof), d, f);
 		c = fgetc(f);
 		fclose(f);
