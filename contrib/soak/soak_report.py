@@ -28,6 +28,8 @@ Prints, as markdown:
 - donor kills: whether each came before the donor's answer (the joiner's
   log names it among those that "answered only part of the model"), and
   whether the joiner went on to pull the model;
+- the shards some peer trained while the chaos lasted (on average over
+  the polls, and the fewest): a job that trains fewer ends lower;
 - the survivors' final accuracy, the first peers (restarted ones included)
   apart from the joiners: when the chaos ended (last poll before "chaos
   over", on --eval-samples) and at the end (the final poll, after every
@@ -229,6 +231,25 @@ def originals(events):
             if (m := re.match(r"start p(\d+) run 1 pid \d+: --peers \(all", text))}
 
 
+def coverage(polls, events, t_from, t_to):
+    """Shards some peer was training at each poll from t_from to t_to or
+    the first poll that found a first peer done (its budget spent), if
+    sooner: (their mean count, the lowest, the shards). A slot's shard is
+    the one soak.sh noted it took vacant, or slot mod N."""
+    first = originals(events)
+    n = len(first)
+    t_to = min([t_to] + [t for t, s, r, st in polls if s in first and st.get("state") == "done"])
+    took = {int(m.group(1)): int(m.group(2)) for _, text in events
+            if (m := re.match(r"p(\d+) takes vacant shard (\d+)$", text))}
+    at = {}
+    for t, s, r, st in polls:
+        if t_from <= t < t_to and st.get("state") in TRAINING:
+            at.setdefault(t, set()).add(took.get(s, s % n))
+    if not at:
+        return None
+    return statistics.mean(len(v) for v in at.values()), min(len(v) for v in at.values()), n
+
+
 def accuracy_rows(argv, events, polls):
     """Lines comparing the first peers' accuracy with the baseline's."""
     first = originals(events)
@@ -346,6 +367,11 @@ def main(argv):
               f" ({', '.join(f'p{v} of {j}' + (' mid-pull' if mid else '') for v, j, mid, _ in dk)})")
         bad += sum(not r[3] for r in dk)
 
+    cov = coverage(polls, events, chaos_from, chaos_over)
+    if cov:
+        print(f"\nshards some peer trained while the chaos lasted (until a first peer was"
+              f" done): {cov[0]:.1f} of {cov[2]} on average, {cov[1]} at the lowest (a shard"
+              " whose peers all left is trained by nobody until a joiner takes it)")
     accuracy_rows(argv, events, polls)
     return 1 if bad else 0
 
