@@ -19,7 +19,9 @@ Prints, as markdown:
   Exchanges it served come at its partners' whim and are left out of the
   bar (a peer between two rounds of its own is not stalled), but the same
   figures over every exchange are printed; the longest gaps that ended
-  after the chaos began (a run's longest rises only past its start's) and,
+  after the chaos began (a run's longest rises only past its start's),
+  and how many of those are above twice the run's time between rounds
+  (a job's start on a busy host can stall every peer at once), and,
   with BASELINE_DIR, the same figures without churn;
 - joiners: per run that pulled the model, the bytes its pull received
   against the model's size, and its consensus distance at the first poll
@@ -300,8 +302,9 @@ def gap_rows(g, chaos_from, label):
     print(f"{label}every exchange (served ones too): time between them"
           f" {spread(v.every for v in g.values())}; longest between two"
           f" {spread(v.every_longest for v in g.values())}")
+    late = sum(v.own_chaos is not None and v.own_chaos > 2 * v.own for v in g.values())
     print(f"{label}a run's new longest between rounds after {chaos_from:.0f} s: {len(chaos)} runs"
-          + (f", {spread(chaos)}" if chaos else ""))
+          + (f", {spread(chaos)}; above twice its time between rounds: {late}" if chaos else ""))
     return len(bad)
 
 
