@@ -73,11 +73,10 @@ def main():
     sig = [np.sqrt(dd ** 2 / (s * (n - 1) / n)) for s, dd in free.items()]
     sigma = sig[0]
     # and a drift of beta per step of each peer's own: (n - 1) / n * beta^2 * s^2.
-    end = max(free)
-    beta = float(np.sqrt(max(0.0, free[end] ** 2 / ((n - 1) / n) - sigma ** 2 * end))) / end
+    beta = float(np.sqrt(max(0.0, free[last] ** 2 / ((n - 1) / n) - sigma ** 2 * last))) / last
     print(f"no exchanges ({none_dir}): {n} peers, {dim} values, steps {min(free)}-{last};"
           f" sigma per step from distance^2 / steps: {sig[0]:.3g} after {min(free)} steps"
-          f" (--noise), {sig[-1]:.3g} after {end}; the rest as a drift of each peer's own:"
+          f" (--noise), {sig[-1]:.3g} after {last}; the rest as a drift of each peer's own:"
           f" {beta:.3g} per step (--own-drift)")
     print("| steps | " + " | ".join(str(s) for s in free) + " |")
     print("|---|" + "---|" * len(free))
@@ -103,10 +102,11 @@ def main():
                                 "--sample", str(min(live) / rate), "--series", series] + extra,
                                check=True, stdout=subprocess.DEVNULL)
                 sim_at = {}
-                for line in open(series):
-                    if not line.startswith("#"):
-                        t, cd = line.split()[:2]
-                        sim_at[round(float(t) * rate)] = float(cd)
+                with open(series) as f:
+                    for line in f:
+                        if not line.startswith("#"):
+                            t, cd = line.split()[:2]
+                            sim_at[round(float(t) * rate)] = float(cd)
                 rows.append((label, sim_at))
             show = [s for i, s in enumerate(live) if i % max(1, len(live) // 10) == 0 or s == max(live)]
             print(f"\nexchanging every {interval} steps ({d}):")
