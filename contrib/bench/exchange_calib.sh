@@ -40,7 +40,8 @@ shift $((OPTIND - 1))
 for v in "$n" "$steps" "$@"; do
 	[[ $v =~ ^[1-9][0-9]*$ ]] || { echo "$0: $v: not a positive whole number" >&2; exit 2; }
 done
-[[ $rate =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "$0: -r $rate: not a number" >&2; exit 2; }
+[[ $rate =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v r="$rate" 'BEGIN { exit !(r > 0) }' ||
+	{ echo "$0: -r $rate: not a number above 0" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 # Steps one peer trains the start model: past the first steps, which
 # walk 8 peers apart at 0.0029 a step per parameter (0.0006 from here).
@@ -62,8 +63,11 @@ job() (
 		--lr-schedule constant --warmup-epochs 0 --max-step-rate "$rate" \
 		--checkpoint-every 20 --checkpoint-keep 1000 --eval-every 1000000 \
 		--eval-samples 200 --seed 5 --close-budget 0 --linger no ${model:+--model "$model"} >&2
+	# its steps at the rate, and two minutes to spare (a rate below 1 too)
+	local wait
+	wait=$(awk -v s="$3" -v r="$rate" 'BEGIN { printf "%d", s / r + 120 }')
 	for ((i = 0; i < $2; i++)); do
-		fleet_wait_exit "p$i" $((steps / ${rate%.*} + 120)) >&2 || exit 1
+		fleet_wait_exit "p$i" "$wait" >&2 || exit 1
 	done
 	echo "$FLEET_DIR"
 )
