@@ -79,12 +79,16 @@ fleet_keygen() {
 # fleet_port VAR [N]: sets VAR to a port P such that P .. P+N-1 (N = 1) are
 # held by no TCP socket of this machine and were not handed out before by this
 # script. Drawn from 20000-29999, below the ephemeral range, so that no
-# outgoing connection takes one meanwhile.
+# outgoing connection takes one meanwhile; with SRANDOM, not RANDOM: two
+# scripts seeded alike (a soak and its baseline, started together) drew the
+# same ports, the second lost each to the first and started its job again
+# twice, 50 s late, its start-up stalling the first's training; and a
+# seeded script's draws after it depended on how many ports were taken.
 fleet_port() {
 	# Odd names: VAR is set through them, and must not be one of them.
 	local _fp _fk _fok
 	for _ in $(seq 1000); do
-		_fp=$((20000 + RANDOM % 10000))
+		_fp=$((20000 + SRANDOM % 10000))
 		_fok=1
 		for ((_fk = _fp; _fk < _fp + ${2:-1}; _fk++)); do
 			if [ -n "${FLEET_PORT_GIVEN[$_fk]:-}" ] ||
