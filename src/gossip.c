@@ -320,7 +320,16 @@ gossip_resumed(struct gossip *g, double now)
 		 * that holds the stop. */
 		if (now - gap->longest_end < GOSSIP_RESUME_SLACK_S)
 			gap->longest = gap->longest_was;
-		gap->from = now;
+	}
+	gossip_gaps_restart(g, now);
+}
+
+void
+gossip_gaps_restart(struct gossip *g, double now)
+{
+	for (int i = 0; i < GOSSIP_GAP_N; i++) {
+		if (g->gap[i].from >= 0)
+			g->gap[i].from = now;
 	}
 }
 

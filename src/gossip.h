@@ -186,6 +186,10 @@ double gossip_longest_gap(const struct gossip *g, enum gossip_gap_kind kind);
  * was stopped is no gap between exchanges, so that a peer waiting on
  * others is told apart from one frozen. */
 void gossip_resumed(struct gossip *g, double now);
+/* Gaps between exchanges count from now on: what came since the last one
+ * was no wait on a partner (a stop, or the final evaluation and checkpoint
+ * before the closing phase's first exchange). */
+void gossip_gaps_restart(struct gossip *g, double now);
 /* Exchanges of the kind finished. */
 uint64_t gossip_exchanges(const struct gossip *g, enum gossip_gap_kind kind);
 /* Smoothed RMS difference of own and partner values on exchanged

@@ -328,6 +328,10 @@ rounds_close_begin(struct rounds *r, double now)
 	closing_begin(&r->closing, &cp, now, (double)wall.tv_sec + (double)wall.tv_nsec * 1e-9,
 	    r->ops.bytes_sent(r->ops.arg));
 	rounds_apply_params(r, now);
+	/* The last steps, the final evaluation and checkpoint came since the
+	 * last round: no wait on a partner, yet on a busy host often the
+	 * longest gap of a peer's run (a soak's stalls). */
+	gossip_gaps_restart(r->gossip, now);
 	log_info("closing: exchanging back to back (density %g) until partners are within %g, "
 	    "%.2f MB are sent or %g s pass",
 	    gossip_mode_density(gossip_mode_row(c->mode)->closes_as, c->close_density),

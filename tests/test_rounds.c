@@ -9,7 +9,8 @@
  * its partner as long as the link's exchanges take, times a margin; with
  * lag the trainer is held lag rounds ahead until the exchange ends; the
  * closing phase exchanges back to back with no step until its byte
- * budget is spent, ends at once with no member left, and a
+ * budget is spent (the final evaluation before it no gap between
+ * exchanges), ends at once with no member left, and a
  * leave ends it; a joiner pulls from the live members and is told the
  * donors' step, then takes part in rounds. A fresh job's start agreement
  * (pull.h) ends with one model everywhere: the lowest address's when no
@@ -453,7 +454,21 @@ test_lag(void)
 	teardown();
 }
 
-/* Back to back with no step until the byte budget is spent. */
+static double
+own_gap(int i)
+{
+	json_t *st = json_object();
+	double gap;
+
+	rounds_status_json(peers[i].r, st);
+	gap = json_real_value(json_object_get(st, "longest_own_gap_s"));
+	json_decref(st);
+	return gap;
+}
+
+/* Back to back with no step until the byte budget is spent; the time
+ * between the last round and the phase (the final evaluation) is no gap
+ * between exchanges. */
 static void
 test_closing(void)
 {
@@ -462,6 +477,14 @@ test_closing(void)
 	setup(3, -1);
 	cfg.close_budget = 2;
 	cfg.close_distance = 1e-12;
+	for (int r = 0; r < 2; r++) {
+		for (int k = 0; k < 4; k++)
+			step(0);
+		pump();
+		advance(now + 0.5);
+	}
+	CHECK(rounds_exchanges(peers[0].r) == 2);
+	advance(now + 5);
 	CHECK(rounds_close_begin(peers[0].r, now) == 1);
 	c = rounds_closing(peers[0].r);
 	CHECK(c->active);
@@ -473,7 +496,8 @@ test_closing(void)
 	    "closing: active %d, closed %d, reason %s", c->active, peers[0].closed,
 	    closing_reason_name(peers[0].why));
 	CHECKF(c->exchanges >= 2, "%llu closing exchanges", (unsigned long long)c->exchanges);
-	CHECK(peers[0].step == 10);
+	CHECK(peers[0].step == 18);
+	CHECKF(own_gap(0) < 1, "longest own gap %g s", own_gap(0));
 	teardown();
 
 	/* No member left: over before rounds_close_begin returns. */
