@@ -28,9 +28,11 @@
 #   below-target  a running peer whose last evaluation is under --target;
 #   stale-dead    a running peer that some peer's view still holds dead.
 # Prints one summary line; exits 1 if any count is above 0, 2 on bad usage.
-# Logs (one per process, with sanitizer output), checkpoints, events.log and
+# Logs (one per process, with sanitizer output), checkpoints, events.log,
 # polls.txt (every status answer, one line each: microseconds since the
-# start, slot, run, JSON) stay in the directory printed at the start;
+# start, slot, run, JSON) and near/ (per joiner, its checkpoint and every
+# training peer's, written at once when it has done two rounds) stay in
+# the directory printed at the start;
 # contrib/soak/soak_report.py reads them for exchange gaps, joiners and
 # final accuracy. --churn no runs the same job without any event: the
 # baseline the survivors' accuracy is compared with.
@@ -125,6 +127,9 @@ declare -A KILLED=([any]=0 [first]=0 [named]=0 [donor]=0 [closing]=0)
 # Per slot S (an address; a process p S.RUN on it at a time):
 declare -A ADDR=() RUNS=() CUR=() EXPECT=() READY=() MISSES=() STOP_UNTIL=() LEAVE_BY=()
 declare -A RESTART_AT=() SEED_OF=() SEED_UNTIL=() EPOCHS_OF=() STATE=() CLOSE_KILL_AT=()
+# NEAR: set on a slot whose run joined (--join) until its closeness is
+# taken (near).
+declare -A NEAR=()
 # SHARD: the slot's shard; KEEPS: set on a slot that trains it to the end
 # (the first N and the replacements), whose shard is vacant once it left.
 declare -A SHARD=() KEEPS=()
@@ -151,7 +156,8 @@ start() {
 	fleet_gossipd "${CUR[$s]}" --listen "${ADDR[$s]}" --key-file "$FLEET_DIR/key" --shard "${SHARD[$s]}/$N" \
 		--control "$FLEET_DIR/p$s.sock" --checkpoint-dir "$FLEET_DIR/p$s.ckpt" "${COMMON[@]}" \
 		--epochs "${EPOCHS_OF[$s]:-$EPOCHS}" "$@"
-	EXPECT[$s]= READY[$s]= MISSES[$s]=0 STATE[$s]= CLOSE_KILL_AT[$s]=
+	EXPECT[$s]= READY[$s]= MISSES[$s]=0 STATE[$s]= CLOSE_KILL_AT[$s]= NEAR[$s]=
+	[[ " $* " == *" --join "* ]] && NEAR[$s]=1
 	note "start p$s run ${RUNS[$s]} pid ${FLEET_PID[${CUR[$s]}]}: $*"
 }
 
@@ -194,9 +200,10 @@ reap() {
 # poll_status: every running, unstopped peer must answer status within 2 s;
 # asked all at once. Each answer goes to polls.txt, its state to STATE, and
 # its epoch to JOB_EPOCH. A peer seen closing for the first time is, half
-# the time and while the chaos lasts, killed within 3 s (CLOSE_KILL_AT).
+# the time and while the chaos lasts, killed within 3 s (CLOSE_KILL_AT). A
+# joiner seen training with 2 rounds of its own done is measured (near).
 poll_status() {
-	local s i rc t pids=() slots=() got=()
+	local s i rc t own pids=() slots=() got=() nears=()
 	t=$((${EPOCHREALTIME/./} - T0))
 	rm -f "$FLEET_DIR"/st.*
 	for s in $(lives); do
@@ -226,13 +233,33 @@ poll_status() {
 	# process per answer would make each poll take seconds.
 	jq -r --argjson t "$t" '(input_filename | capture("st\\.(?<s>[0-9]+)\\.(?<r>[0-9]+)$")) as $m
 		| "\($t) \($m.s) \($m.r) \(tojson)"' "${got[@]}" >>"$POLLS" 2>/dev/null
-	while read -r s st e; do
+	while read -r s st e own; do
+		[ -n "${NEAR[$s]}" ] && [ "$st" = training ] && [ "$own" -ge 2 ] && NEAR[$s]= && nears+=("$s")
 		[ "$st" = closing ] && [ "${STATE[$s]}" != closing ] && [ -n "$CHAOS" ] && ((RANDOM % 2)) &&
 			CLOSE_KILL_AT[$s]=$(uniform 0 3)
 		STATE[$s]=$st
 		[ "$e" -gt $JOB_EPOCH ] && JOB_EPOCH=$e
 	done < <(jq -r '(input_filename | capture("st\\.(?<s>[0-9]+)\\.").s) as $s
-		| "\($s) \(.state // "none") \(.epoch // 0)"' "${got[@]}" 2>/dev/null)
+		| "\($s) \(.state // "none") \(.epoch // 0) \(.own_exchanges // 0)"' "${got[@]}" 2>/dev/null)
+	for s in "${nears[@]}"; do near "$s"; done
+}
+
+# near J: joiner J and every peer training at this poll write a checkpoint
+# now, copied to near/pJ.RUN/pS.RUN.gdc, all in the background: its exact
+# distance to the job's mean beside the others' (soak_report.py). A
+# joiner's own consensus_distance then averages its first few exchanges'
+# distances, the others' many: it scatters more, and says how far its
+# partners were as much as where it is.
+near() {
+	local j=$1 s dir=$FLEET_DIR/near/p$1.${RUNS[$1]} n=0
+	mkdir -p "$dir"
+	for s in $(lives); do
+		[ "${STATE[$s]}" = training ] || continue
+		(timeout 5 "$GOSSIPCTL" -s "$FLEET_DIR/p$s.sock" --json checkpoint 2>/dev/null |
+			jq -r '.path // empty' | { read -r f && cp "$f" "$dir/p$s.${RUNS[$s]}.gdc"; }) &
+		n=$((n + 1))
+	done
+	note "near p$j run ${RUNS[$j]}: checkpoints of $n training peers"
 }
 
 # seeding S NOW: whether a joiner is still joining through S (for at most 30 s).

@@ -24,9 +24,14 @@ Prints, as markdown:
   (a job's start on a busy host can stall every peer at once), and,
   with BASELINE_DIR, the same figures without churn;
 - joiners: per run that pulled the model, the bytes its pull received
-  against the model's size, and its consensus distance at the first poll
-  after two of its own exchanges against the median of the other peers'
-  at that poll;
+  against the model's size, and how far it lies from the job after two
+  rounds of its own: exactly, from the checkpoints soak.sh had it and
+  every peer training then write at once (near/, its distance to the mean
+  of the others against the median of theirs, each to the mean of all
+  others but itself; the bar), and as the peers estimate it (its
+  consensus_distance at that poll against the median of the others',
+  an average of its 2 or 3 exchanges against ones of many); a soak from
+  before near/ has the estimate only, and it is the bar then;
 - donor kills: whether each came before the donor's answer (the joiner's
   log names it among those that "answered only part of the model"), and
   whether the joiner went on to pull the model;
@@ -174,7 +179,7 @@ def joiners(polls, runs, events, params):
         ratio = None
         for t, st in seq:
             d = st.get("consensus_distance")
-            if st.get("exchanges", 0) >= 2 and d is not None:
+            if st.get("own_exchanges", 0) >= 2 and d is not None:
                 others = [o.get("consensus_distance") for s, r, o in by_t[t]
                           if (s, r) != key and o.get("state") not in PULLING]
                 others = [x for x in others if x is not None]
@@ -182,6 +187,38 @@ def joiners(polls, runs, events, params):
                     ratio = (d / statistics.median(others), st.get("exchanges"))
                 break
         rows[key] = (pulled / (4.0 * params) if pulled is not None and params else None, ratio)
+    return rows
+
+
+def near(d):
+    """{(slot, run): (distance / others' median, peers, steps apart)} of
+    each joiner measured in d/near: from checkpoints written at once, the
+    joiner's RMS distance to the mean of the others against the median of
+    each other's to the mean of all others but itself."""
+    import glob
+    import os
+    import numpy as np
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+    from ckpt_average import read_ckpt
+
+    rows = {}
+    for nd in sorted(glob.glob(f"{d}/near/p*.*")):
+        key = tuple(int(x) for x in re.match(r"p(\d+)\.(\d+)$", os.path.basename(nd)).groups())
+        ck = {}
+        for f in glob.glob(f"{nd}/p*.gdc"):
+            k = tuple(int(x) for x in re.match(r"p(\d+)\.(\d+)\.gdc$", os.path.basename(f)).groups())
+            _, _, step, x = read_ckpt(f)
+            ck[k] = (step, x)
+        if key not in ck or len(ck) < 3:
+            continue
+        others = [ck[k][1] for k in ck if k != key]
+        total = np.sum(others, axis=0)
+        n = len(others)
+        mean = total / n
+        own = float(np.sqrt(((ck[key][1] - mean) ** 2).mean()))
+        theirs = [float(np.sqrt(((x - (total - x) / (n - 1)) ** 2).mean())) for x in others]
+        steps = [st for st, _ in ck.values()]
+        rows[key] = (own / statistics.median(theirs), n, max(steps) - min(steps))
     return rows
 
 
@@ -353,14 +390,23 @@ def main(argv):
 
     j = joiners(polls, runs, events, params)
     if j:
-        print("\n| joiner (slot.run) | pulled / model | distance / others' median (exchanges) |\n|---|---|---|")
+        nr = near(argv[1])
+        print("\n| joiner (slot.run) | pulled / model | exact distance / others' median (peers, steps apart)"
+              " | estimated distance / others' median (own exchanges) |\n|---|---|---|---|")
         for (s, r), (pull, dist) in sorted(j.items()):
-            ds = f"{dist[0]:.2f} ({dist[1]})" if dist else "-"
-            print(f"| p{s}.{r} | {pull:.2f} |" if pull is not None else f"| p{s}.{r} | - |", ds, "|")
+            ex = nr.get((s, r))
+            print(f"| p{s}.{r} | {pull:.2f}" if pull is not None else f"| p{s}.{r} | -",
+                  f"| {ex[0]:.2f} ({ex[1]}, {ex[2]})" if ex else "| -",
+                  f"| {dist[0]:.2f} ({dist[1]}) |" if dist else "| - |")
         over_pull = [k for k, v in j.items() if v[0] is not None and v[0] > 1.2]
-        over_dist = [k for k, v in j.items() if v[1] is not None and v[1][0] > 1.0]
-        print(f"\njoiners {len(j)}: pulled over 1.2x the model {len(over_pull)},"
-              f" above the median distance after 2 exchanges {len(over_dist)}")
+        # The exact figure where soak.sh took one; the estimate in a soak
+        # from before near/.
+        judged = {k: nr[k][0] for k in nr} if nr else {k: v[1][0] for k, v in j.items() if v[1]}
+        over_dist = [k for k, v in judged.items() if v > 1.0]
+        over_est = [k for k, v in j.items() if v[1] is not None and v[1][0] > 1.0]
+        print(f"\njoiners {len(j)}: pulled over 1.2x the model {len(over_pull)}, measured exactly"
+              f" {len(nr)}, above the job's median distance after 2 rounds {len(over_dist)}"
+              f" ({'exactly' if nr else 'estimated'}; estimated {len(over_est)})")
         bad += len(over_pull) + len(over_dist)
 
     dk = donor_kills(argv[1], events)
