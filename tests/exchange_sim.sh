@@ -8,7 +8,8 @@
 # starting distance sooner than random (at 12 peers its bw_ratio cut
 # leaves mostly the fast links: at hundreds, stale_after makes every link
 # a candidate, see README); the same seed gives the same output; bad
-# options exit 2 naming the option; with a quarter of the peers crashed
+# options exit 2 naming the option; momentum walks as far over many steps;
+# with a quarter of the peers crashed
 # and replaced by joiners that pull, exchanges with the crashed fail and
 # the distance still falls.
 . "$(dirname "$0")/fleet.sh"
@@ -40,13 +41,21 @@ ch=$(run --wire-d 1e6 --churn 0.25)
 less 0 "$(val failed "$ch")" || fleet_fail "no exchange with a crashed peer failed: $ch"
 less "$(val cd_end "$ch")" "$(awk -v x="$(val cd_end "$none")" 'BEGIN { print x / 2 }')" ||
 	fleet_fail "distance $(val cd_end "$ch") after churn, $(val cd_end "$none") without exchanges"
+# Momentum keeps the walk over many steps: 480 steps walk as 474 would
+# (the velocity's ramp from a common start), not 5 times as far.
+walk=$(run --interval 1000000000 --init-spread 0)
+mom=$(run --interval 1000000000 --init-spread 0 --momentum 0.8)
+r=$(awk -v a="$(val cd_end "$mom")" -v b="$(val cd_end "$walk")" 'BEGIN { print a / b }')
+awk -v r="$r" 'BEGIN { exit !(r > 0.96 && r < 1.03) }' ||
+	fleet_fail "without exchanges, momentum 0.8 walked $r times as far as none"
 again=$(run --select adaptive)
 [ "$(grep -v -E '^(cpu_s|maxrss_mib) ' <<<"$again")" = "$(grep -v -E '^(cpu_s|maxrss_mib) ' <<<"$ada")" ] ||
 	fleet_fail "the same seed gave another run"
 
 for bad in "--peers abc:peers" "--select fastest:select" "--remote-ms 5:remote-ms" \
     "--density 0:density" "--view 12:view" "--mode sparse:mode" "--loss 1:loss" \
-    "--churn 0.95:churn" "--detect-s x:detect-s" "--noise-profile /dev/null:noise-profile"; do
+    "--churn 0.95:churn" "--detect-s x:detect-s" "--noise-profile /dev/null:noise-profile" \
+    "--momentum 1:momentum" "--start-model /dev/null:start-model"; do
 	set -- ${bad%:*}
 	err=$("$sim" -n 12 "$@" 2>&1 >/dev/null)
 	rc=$?
@@ -55,4 +64,5 @@ for bad in "--peers abc:peers" "--select fastest:select" "--remote-ms 5:remote-m
 done
 fleet_ok "12 simulated peers, 60 s: distance $(val cd_end "$none") without exchanges," \
 	"$(val cd_end "$rnd") random, $(val cd_end "$ada") adaptive; 0.3x after $tr s random," \
-	"$ta s adaptive; churn of 3: distance $(val cd_end "$ch"); bad options exit 2"
+	"$ta s adaptive; churn of 3: distance $(val cd_end "$ch"); momentum's walk $r of none's;" \
+	"bad options exit 2"

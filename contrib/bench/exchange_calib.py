@@ -13,7 +13,13 @@ steps), what they walked apart past that by the last one, growing as the
 square of the steps, is --own-drift (each peer's shard pulls its model its
 own way), and each parameter's spread across its peers at the last step
 is --noise-profile (a real model's parameters move very unlike one
-another, and delta's top k picks the ones that move most). Each INTERVAL:DIR is a job exchanging
+another, and delta's top k picks the ones that move most). The trainer's
+momentum (--momentum, gossipd's 0.8) carries each peer on where it was
+heading, exchanges or not, and its walk from a common start ramps up: s
+steps walk as sum_k (1 - 0.8^k)^2 steps would, so the rows with momentum
+fit --noise and --own-drift again by that. --start-model, the start the
+peers resumed, rounds the values that travel to int8 at a real model's
+magnitudes. Each INTERVAL:DIR is a job exchanging
 every INTERVAL steps; exchange_sim then runs it (the same peers, rate and
 interval, one site, no drift, a common start, delta) and a table prints
 the two distances at a tenth of the run each, and their ratio.
@@ -27,6 +33,9 @@ import sys
 import tempfile
 
 import numpy as np
+
+# gossipd's --momentum, which exchange_calib.sh leaves at its default.
+MOMENTUM = "0.8"
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ckpt_average import read_ckpt  # noqa: E402
@@ -68,22 +77,37 @@ def main():
     x = stack(by[last])
     dim = x.shape[1]
     spread = x.std(0).astype("<f4")
+    # The common start: every peer's first checkpoint (the one it resumed).
+    first = sorted(glob.glob(f"{none_dir}/p0.ckpt/ckpt-*.gdc"))[0]
+    start_model = read_ckpt(first)[3].astype("<f4")
     free, _ = curve(none_dir)
     # A walk of s steps of sigma per value: (n - 1) / n * sigma^2 * s.
     sig = [np.sqrt(dd ** 2 / (s * (n - 1) / n)) for s, dd in free.items()]
     sigma = sig[0]
     # and a drift of beta per step of each peer's own: (n - 1) / n * beta^2 * s^2.
     beta = float(np.sqrt(max(0.0, free[last] ** 2 / ((n - 1) / n) - sigma ** 2 * last))) / last
+    # With momentum mu a peer's walk apart from a common start ramps up:
+    # s steps walk sum_k (1 - mu^k)^2 steps' worth, and drift sum_k (1 - mu^k).
+    mu = float(MOMENTUM)
+    s0 = min(free)
+    walk = sum((1 - mu ** k) ** 2 for k in range(1, s0 + 1))
+    sigma_m = float(np.sqrt(free[s0] ** 2 / ((n - 1) / n * walk)))
+    walk_last = sum((1 - mu ** k) ** 2 for k in range(1, last + 1))
+    beta_m = float(np.sqrt(max(0.0, free[last] ** 2 / ((n - 1) / n) - sigma_m ** 2 * walk_last))) \
+        / sum(1 - mu ** k for k in range(1, last + 1))
     print(f"no exchanges ({none_dir}): {n} peers, {dim} values, steps {min(free)}-{last};"
           f" sigma per step from distance^2 / steps: {sig[0]:.3g} after {min(free)} steps"
           f" (--noise), {sig[-1]:.3g} after {last}; the rest as a drift of each peer's own:"
-          f" {beta:.3g} per step (--own-drift)")
+          f" {beta:.3g} per step (--own-drift); fitted with momentum {MOMENTUM}'s ramp:"
+          f" {sigma_m:.3g} and {beta_m:.3g}")
     print("| steps | " + " | ".join(str(s) for s in free) + " |")
     print("|---|" + "---|" * len(free))
     print("| distance, live | " + " | ".join(f"{v:.3g}" for v in free.values()) + " |")
     with tempfile.TemporaryDirectory() as tmp:
         prof = os.path.join(tmp, "profile.f32")
         spread.tofile(prof)
+        start = os.path.join(tmp, "start.f32")
+        start_model.tofile(start)
         for arg in sys.argv[4:]:
             interval, d = arg.split(":", 1)
             live, _ = curve(d)
@@ -92,6 +116,13 @@ def main():
             if beta > 0:
                 kinds.append(("profile, own drift", ["--noise-profile", prof,
                                                      "--own-drift", f"{beta:.6g}"]))
+            kinds.append(("profile, momentum", ["--noise-profile", prof, "--momentum", MOMENTUM,
+                                                "--noise", f"{sigma_m:.6g}"]))
+            kinds.append(("profile, own drift, momentum", ["--noise-profile", prof, "--momentum", MOMENTUM,
+                                                           "--noise", f"{sigma_m:.6g}",
+                                                           "--own-drift", f"{beta_m:.6g}"]))
+            kinds.append(("profile, own drift, momentum, int8 at the start's values",
+                          kinds[-1][1] + ["--start-model", start]))
             for label, extra in kinds:
                 series = os.path.join(tmp, f"{interval}-{len(rows)}.txt")
                 subprocess.run([sim, "-n", str(n), "--dim", str(dim), "--wire-d", str(dim),

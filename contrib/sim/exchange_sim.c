@@ -27,7 +27,12 @@
  *   another: contrib/bench/exchange_calib.sh measures one). Steps are
  *   applied lazily, in one go when a peer's vector is read or mixed: s
  *   steps add s times the drift and noise of variance s (uniform with unit
- *   variance, not normal: only the variance matters to a distance);
+ *   variance, not normal: only the variance matters to a distance).
+ *   With --momentum m a step adds a velocity instead, which keeps m of
+ *   itself and takes 1 - m of the step's drift and noise (SGD's momentum
+ *   at its scale: the walk over many steps is the same), and which no
+ *   exchange mixes: the trainer's momentum buffer carries on where each
+ *   peer was heading. Those steps go one at a time;
  * - each peer steps at its own rate, lognormal around --steps-per-s with
  *   --rate-spread, and starts a round every --interval steps, as
  *   rounds_on_step: when one is due while its exchange runs, at the first
@@ -79,7 +84,9 @@
  * Not modelled: the membership protocol (every peer knows every other
  * from the start, and a change reaches every list at once; its timing is
  * membership_sim's), the pull's chunks, retries and vetting, trust and
- * the vetting of values, their int8/fp16 rounding (only their bytes),
+ * the vetting of values, their int8/fp16 rounding without --start-model
+ * (only their bytes: the vectors are then walks around 0, whose rounding
+ * says nothing of a model's),
  * pace (--lag), the outer step, the closing phase, CPU time, shared
  * links.
  *
@@ -142,15 +149,15 @@ static struct {
 	double		local_min_s, local_max_s, remote_min_s, remote_max_s;
 	double		loss;
 	double		rate, rate_spread;
-	double		init_spread, drift, own_drift, noise;
+	double		init_spread, drift, own_drift, noise, momentum;
 	double		duration, sample, level;
 	uint64_t	seed;
 	const char	*series;
 	double		churn, churn_at, detect_s;	/* churn_at < 0: duration / 2 */
-	const char	*profile;
+	const char	*profile, *start;
 } opt = { 100, 0, 1024, 1e8, GOSSIP_SAPS, GOSSIP_INT8, 0.04, 64, 4, SELECT_ADAPTIVE, 4, 10,
-	5, 8, 3, 1e9 / 8, 10, 0.0001, 0.0005, 0.020, 0.050, 0, 8, 0.3, 1, 0.001, 0, 0.01, 60, 1,
-	0.3, 1, NULL, 0, -1, 3, NULL };
+	5, 8, 3, 1e9 / 8, 10, 0.0001, 0.0005, 0.020, 0.050, 0, 8, 0.3, 1, 0.001, 0, 0.01, 0, 60, 1,
+	0.3, 1, NULL, 0, -1, 3, NULL, NULL };
 
 enum sim_ekind { SIM_ROUND, SIM_REQ, SIM_REPLY, SIM_BUSY, SIM_FAIL, SIM_CHURN, SIM_FORGET,
 	SIM_PULLED };
@@ -182,6 +189,7 @@ struct sim_xchg {
 struct sim_peer {
 	float		*x, *anchor;
 	float		*own;		/* --own-drift's direction; NULL without */
+	float		*v;		/* --momentum's velocity; NULL without */
 	double		rate, t0;	/* step j happens at t0 + j / rate */
 	uint64_t	applied;	/* steps already in x */
 	uint64_t	round_step;
@@ -205,6 +213,11 @@ static const char **shown;	/* --view: the others one pick sees */
 static float *dir;		/* the shared drift direction */
 /* --noise-profile: each value's noise scale, mean square 1; NULL: all 1 */
 static float *prof;
+/* --start-model: the common start; NULL: 0. With it the values that
+ * travel are rounded to --values (wire, rounded: one exchange's). */
+static float *start;
+static uint8_t *wire;
+static float *rounded;
 static double site_lat[SIM_MAX_SITES][SIM_MAX_SITES];
 static struct rng srng;
 static double now;
@@ -307,6 +320,22 @@ sim_step_time(const struct sim_peer *p, uint64_t step)
 	return p->t0 + (double)step / p->rate;
 }
 
+/* n steps of --momentum, one at a time: each depends on the last. */
+static void
+sim_momentum_steps(struct sim_peer *p, uint64_t n)
+{
+	float m = (float)opt.momentum, k = 1.0f - m;
+	float a = k * (float)opt.drift, c = k * (float)opt.own_drift;
+	float b = k * (float)(opt.noise * sqrt(3.0) * 2.0);
+
+	for (uint64_t t = 0; t < n; t++)
+		for (int j = 0; j < opt.dim; j++) {
+			p->v[j] = m * p->v[j] + a * dir[j] + (p->own != NULL ? c * p->own[j] : 0.0f) +
+			    b * (prof != NULL ? prof[j] : 1.0f) * (sim_noise(p->noise) - 0.5f);
+			p->x[j] += p->v[j];
+		}
+}
+
 /* Bring peer i's vector to the steps it has taken by now. */
 static void
 sim_catch_up(int i)
@@ -317,6 +346,11 @@ sim_catch_up(int i)
 
 	if (s <= p->applied)
 		return;
+	if (p->v != NULL) {
+		sim_momentum_steps(p, s - p->applied);
+		p->applied = s;
+		return;
+	}
 	a = (float)(opt.drift * (double)(s - p->applied));
 	c = (float)(opt.own_drift * (double)(s - p->applied));
 	/* uniform on [-sqrt 3, sqrt 3): unit variance, times sqrt(s) */
@@ -427,6 +461,19 @@ sim_gather(const struct sim_peer *p, const struct mask *m, float *out)
 	for (size_t r = 0; r < m->n; r++)
 		for (size_t j = 0; j < m->r[r].len; j++)
 			out[o++] = p->x[m->r[r].off + j];
+}
+
+/* The values v (n of them) as they arrive: rounded to --values through
+ * the daemon's encoding, with --start-model (the magnitudes the rounding
+ * meets are a real model's only then); as they are without. */
+static const float *
+sim_travel(const float *v, size_t n)
+{
+	if (start == NULL)
+		return v;
+	gossip_values_put(wire, v, n, opt.values);
+	gossip_values_get(rounded, wire, n, opt.values);
+	return rounded;
 }
 
 /* p mixes theirs in on m, where its values were mine when it sent them:
@@ -603,7 +650,7 @@ sim_on_req(int i)
 	}
 	sim_catch_up(x->to);
 	sim_gather(r, &x->mask, x->theirs);
-	sim_mix(r, &x->mask, x->mine, x->theirs);
+	sim_mix(r, &x->mask, sim_travel(x->mine, x->mask.count), x->theirs);
 	len = sim_wire_bytes(0);
 	x->bytes += len;
 	tally.bytes += len;
@@ -621,7 +668,7 @@ sim_on_reply(int i)
 	struct sim_peer *p = &peers[i];
 
 	sim_catch_up(i);
-	sim_mix(p, &p->ex.mask, p->ex.theirs, p->ex.mine);
+	sim_mix(p, &p->ex.mask, sim_travel(p->ex.theirs, p->ex.mask.count), p->ex.mine);
 	tally.ok++;
 	tally.same_site += i % opt.sites == p->ex.to % opt.sites;
 	sim_done(i, 1, 0);
@@ -693,6 +740,9 @@ sim_pulled(int j)
 	}
 	if (p->anchor != NULL)
 		memcpy(p->anchor, p->x, (size_t)opt.dim * sizeof(*p->x));
+	/* a fresh trainer: no velocity yet */
+	if (p->v != NULL)
+		memset(p->v, 0, (size_t)opt.dim * sizeof(*p->v));
 	p->t0 = now;
 	p->st = SIM_UP;
 	p->listed = 1;
@@ -918,6 +968,12 @@ sim_usage(FILE *f)
 	    "      --noise X          per step, per value, apart per peer (default 0.01)\n"
 	    "      --noise-profile F  each value's noise scale, --dim little-endian float32\n"
 	    "                         (scaled to mean square 1; default: all alike)\n"
+	    "      --momentum M       a step adds a velocity keeping M of itself, which\n"
+	    "                         exchanges do not mix (SGD's; default 0: none)\n"
+	    "      --start-model F    every peer starts at these --dim little-endian\n"
+	    "                         float32 values (a checkpoint's), and the values\n"
+	    "                         that travel are rounded to --values (default: 0,\n"
+	    "                         not rounded)\n"
 	    "      --duration S       simulated seconds (default 60)\n"
 	    "      --sample S         seconds between two measurements (default 1)\n"
 	    "      --level X          time_to_level: the distance falls to X times its\n"
@@ -935,38 +991,41 @@ sim_usage(FILE *f)
  * parameter's spread across peers trained apart), so that the values that
  * move most are the few a real model's are, not every one alike: delta's
  * top k picks them. Scaled to mean square 1, --noise keeping its meaning. */
+/* --dim little-endian float32 values of file path into *out, all finite
+ * (and, with scale, not negative and not all 0: scaled to mean square 1). */
 static int
-sim_load_profile(const char *path)
+sim_load_f32(const char *name, const char *path, int scale, float **out)
 {
 	size_t d = (size_t)opt.dim, got = 0;
+	float *v = xmalloc(d * sizeof(*v));
 	double ss = 0;
 	int c = EOF;
 	FILE *f;
 
-	prof = xmalloc(d * sizeof(*prof));
 	if ((f = fopen(path, "rb")) != NULL) {
-		got = fread(prof, sizeof(*prof), d, f);
+		got = fread(v, sizeof(*v), d, f);
 		c = fgetc(f);
 		fclose(f);
 	}
 	for (size_t j = 0; j < got; j++) {
-		uint32_t u = wire_get_u32((const uint8_t *)&prof[j]);
+		uint32_t u = wire_get_u32((const uint8_t *)&v[j]);
 
-		memcpy(&prof[j], &u, sizeof(u));
-		if (!isfinite(prof[j]) || prof[j] < 0)
+		memcpy(&v[j], &u, sizeof(u));
+		if (!isfinite(v[j]) || (scale && v[j] < 0))
 			got = 0;
 		else
-			ss += (double)prof[j] * prof[j];
+			ss += (double)v[j] * v[j];
 	}
-	if (f == NULL || got != d || c != EOF || ss <= 0) {
-		fprintf(stderr, "exchange_sim: --noise-profile: %s: %s\n", path, f == NULL ?
-		    strerror(errno) : "not --dim finite, non-negative float32 values, not all 0");
-		free(prof);
-		prof = NULL;
+	if (f == NULL || got != d || c != EOF || (scale && ss <= 0)) {
+		fprintf(stderr, "exchange_sim: --%s: %s: %s\n", name, path, f == NULL ?
+		    strerror(errno) : scale ? "not --dim finite, non-negative float32 values, not all 0" :
+		    "not --dim finite float32 values");
+		free(v);
 		return -EINVAL;
 	}
-	for (size_t j = 0; j < d; j++)
-		prof[j] = (float)(prof[j] / sqrt(ss / (double)d));
+	for (size_t j = 0; scale && j < d; j++)
+		v[j] = (float)(v[j] / sqrt(ss / (double)d));
+	*out = v;
 	return 0;
 }
 
@@ -1001,6 +1060,8 @@ sim_parse(int argc, char **argv)
 		{ "noise", required_argument, NULL, 'N' },
 		{ "own-drift", required_argument, NULL, 'O' },
 		{ "noise-profile", required_argument, NULL, 'F' },
+		{ "momentum", required_argument, NULL, 'M' },
+		{ "start-model", required_argument, NULL, 'A' },
 		{ "duration", required_argument, NULL, 't' },
 		{ "sample", required_argument, NULL, 'e' },
 		{ "level", required_argument, NULL, 'V' },
@@ -1059,6 +1120,8 @@ sim_parse(int argc, char **argv)
 		case 'N': rc = simopt_real("noise", optarg, 0, 1e6, &opt.noise); break;
 		case 'O': rc = simopt_real("own-drift", optarg, 0, 1e6, &opt.own_drift); break;
 		case 'F': opt.profile = optarg; break;
+		case 'M': rc = simopt_real("momentum", optarg, 0, 0.999, &opt.momentum); break;
+		case 'A': opt.start = optarg; break;
 		case 't': rc = simopt_real("duration", optarg, 1e-3, 1e7, &opt.duration); break;
 		case 'e': rc = simopt_real("sample", optarg, 1e-3, 1e7, &opt.sample); break;
 		case 'V': rc = simopt_real("level", optarg, 0, 1, &opt.level); break;
@@ -1090,7 +1153,9 @@ sim_parse(int argc, char **argv)
 		fprintf(stderr, "exchange_sim: --mask-block: %s\n", why.msg);
 		return -EINVAL;
 	}
-	return opt.profile != NULL ? sim_load_profile(opt.profile) : 0;
+	if (opt.profile != NULL && sim_load_f32("noise-profile", opt.profile, 1, &prof) < 0)
+		return -EINVAL;
+	return opt.start != NULL ? sim_load_f32("start-model", opt.start, 0, &start) : 0;
 }
 
 /* --- the world ----------------------------------------------------------- */
@@ -1110,6 +1175,10 @@ sim_setup(void)
 			    (opt.remote_max_s - opt.remote_min_s);
 	k = (size_t)llround(gossip_mode_density(opt.mode, opt.density) * (double)d);
 	kval = k == 0 ? 1 : k > d ? d : k;
+	if (start != NULL) {
+		wire = xmalloc(gossip_values_bytes(opt.values, kval));
+		rounded = xmalloc(kval * sizeof(*rounded));
+	}
 	dir = xcalloc(d, sizeof(*dir));
 	for (size_t j = 0; j < d; j++)
 		dir[j] = rng_uniform(&srng) < 0.5 ? -1.0f : 1.0f;
@@ -1130,7 +1199,8 @@ sim_setup(void)
 		if (opt.mode == GOSSIP_DELTA)
 			p->anchor = xs + ((size_t)ntotal + (size_t)i) * d;
 		for (size_t j = 0; j < d; j++)
-			p->x[j] = (float)(opt.init_spread * rng_normal(&srng));
+			p->x[j] = (start != NULL ? start[j] : 0.0f) +
+			    (float)(opt.init_spread * rng_normal(&srng));
 		/* anchored where the model starts (drift.h, gossip_set_ready) */
 		if (p->anchor != NULL)
 			memcpy(p->anchor, p->x, d * sizeof(*p->x));
@@ -1147,6 +1217,8 @@ sim_setup(void)
 				p->own[j] = (rng_uniform(&srng) < 0.5 ? -1.0f : 1.0f) *
 				    (prof != NULL ? prof[j] : 1.0f);
 		}
+		if (opt.momentum > 0)
+			p->v = xcalloc(d, sizeof(*p->v));
 		if (select_new(&sp, &p->sel) < 0)
 			abort();
 		/* joiners: off until their pull is in */
@@ -1185,6 +1257,7 @@ main(int argc, char **argv)
 		free(peers[i].ex.mine);
 		free(peers[i].ex.theirs);
 		free(peers[i].own);
+		free(peers[i].v);
 	}
 	free(peers[0].x);
 	free(peers);
@@ -1195,6 +1268,9 @@ main(int argc, char **argv)
 	free(shown);
 	free(dir);
 	free(prof);
+	free(start);
+	free(wire);
+	free(rounded);
 	simq_free(&evq);
 	rng_clear(&srng);
 	return rc < 0 ? 1 : 0;
