@@ -31,7 +31,11 @@ Prints, as markdown:
   others but itself; the bar), and as the peers estimate it (its
   consensus_distance at that poll against the median of the others',
   an average of its 2 or 3 exchanges against ones of many); a soak from
-  before near/ has the estimate only, and it is the bar then;
+  before near/ has the estimate only, and it is the bar then. Joiners that
+  came after a first peer was done (its budget spent) are shown but not
+  judged: the job they meet is a handful of peers still training, most of
+  them restarted ones catching up (seed 53: 7 others, hundreds of steps
+  apart);
 - donor kills: whether each came before the donor's answer (the joiner's
   log names it among those that "answered only part of the model"), and
   whether the joiner went on to pull the model;
@@ -270,14 +274,19 @@ def originals(events):
             if (m := re.match(r"start p(\d+) run 1 pid \d+: --peers \(all", text))}
 
 
+def first_done(polls, events):
+    """When a poll first found a first peer done (its budget spent)."""
+    first = originals(events)
+    return min([float("inf")] + [t for t, s, r, st in polls if s in first and st.get("state") == "done"])
+
+
 def coverage(polls, events, t_from, t_to):
     """Shards some peer was training at each poll from t_from to t_to or
     the first poll that found a first peer done (its budget spent), if
     sooner: (their mean count, the lowest, the shards). A slot's shard is
     the one soak.sh noted it took vacant, or slot mod N."""
-    first = originals(events)
-    n = len(first)
-    t_to = min([t_to] + [t for t, s, r, st in polls if s in first and st.get("state") == "done"])
+    n = len(originals(events))
+    t_to = min(t_to, first_done(polls, events))
     took = {int(m.group(1)): int(m.group(2)) for _, text in events
             if (m := re.match(r"p(\d+) takes vacant shard (\d+)$", text))}
     at = {}
@@ -400,13 +409,20 @@ def main(argv):
                   f"| {dist[0]:.2f} ({dist[1]}) |" if dist else "| - |")
         over_pull = [k for k, v in j.items() if v[0] is not None and v[0] > 1.2]
         # The exact figure where soak.sh took one; the estimate in a soak
-        # from before near/.
+        # from before near/. Only joiners into a running job.
+        done = first_done(polls, events)
+        came = {(int(m.group(1)), int(m.group(2))): t for t, text in events
+                if (m := re.match(r"start p(\d+) run (\d+) pid \d+: --join ", text))}
         judged = {k: nr[k][0] for k in nr} if nr else {k: v[1][0] for k, v in j.items() if v[1]}
-        over_dist = [k for k, v in judged.items() if v > 1.0]
-        over_est = [k for k, v in j.items() if v[1] is not None and v[1][0] > 1.0]
+        late = {k for k in judged if came.get(k, 0) >= done}
+        over_dist = [k for k, v in judged.items() if v > 1.0 and k not in late]
+        over_late = [k for k in late if judged[k] > 1.0]
+        over_est = [k for k, v in j.items() if v[1] is not None and v[1][0] > 1.0 and k not in late]
         print(f"\njoiners {len(j)}: pulled over 1.2x the model {len(over_pull)}, measured exactly"
-              f" {len(nr)}, above the job's median distance after 2 rounds {len(over_dist)}"
-              f" ({'exactly' if nr else 'estimated'}; estimated {len(over_est)})")
+              f" {len(nr)}, came after a first peer was done {len(late)}; of the others, above the"
+              f" job's median distance after 2 rounds {len(over_dist)}"
+              f" ({'exactly' if nr else 'estimated'}; estimated {len(over_est)}); of the late ones"
+              f" {len(over_late)}" + "".join(f" (p{s}.{r})" for s, r in sorted(over_late)))
         bad += len(over_pull) + len(over_dist)
 
     dk = donor_kills(argv[1], events)
