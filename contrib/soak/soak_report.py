@@ -30,7 +30,7 @@ Prints, as markdown:
   of the others against the median of theirs, each to the mean of all
   others but itself; the bar), and as the peers estimate it (its
   consensus_distance at that poll against the median of the others',
-  an average of its 2 or 3 exchanges against ones of many); a soak from
+  an average of its first few exchanges against ones of many); a soak from
   before near/ has the estimate only, and it is the bar then. Joiners that
   came after a first peer was done (its budget spent) are shown but not
   judged: the job they meet is a handful of peers still training, most of
