@@ -293,10 +293,10 @@ gossip_set_ready(struct gossip *g, int ready)
 		drift_reset(g->drift);
 	if (ready && (!g->ready || g->origin == NULL))
 		gossip_origin_at_ready(g);
-	/* Mode delta sends what moved since here, the first steps' large
-	 * moves included (drift_anchor); on failure the first selection
-	 * anchors. */
-	if (ready && g->p.mode == GOSSIP_DELTA && g->m->d > 0)
+	/* A mode that chooses its masks (delta) sends what moved since
+	 * here, the first steps' large moves included (drift_anchor); on
+	 * failure the first selection anchors. */
+	if (ready && gossip_mode_row(g->p.mode)->select != NULL && g->m->d > 0)
 		(void)drift_anchor(g->drift, g->m);
 	g->ready = ready;
 }
