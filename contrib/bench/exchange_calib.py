@@ -3,7 +3,7 @@
 measured exactly from their checkpoints, beside exchange_sim's for the
 same job. contrib/bench/exchange_calib.sh runs the live jobs and calls it.
 
-  exchange_calib.py SIM RATE NONE_DIR INTERVAL:DIR...
+  exchange_calib.py SIM RATE MOMENTUM NONE_DIR INTERVAL:DIR...
 
 NONE_DIR is a job that made no exchanges: how far its peers walked apart
 by its first checkpoint fits --noise (the simulator's peers walk as
@@ -14,9 +14,10 @@ square of the steps, is --own-drift (each peer's shard pulls its model its
 own way), and each parameter's spread across its peers at the last step
 is --noise-profile (a real model's parameters move very unlike one
 another, and delta's top k picks the ones that move most). The trainer's
-momentum (--momentum, gossipd's 0.8) carries each peer on where it was
-heading, exchanges or not, and its walk from a common start ramps up: s
-steps walk as sum_k (1 - 0.8^k)^2 steps would, so the rows with momentum
+momentum (MOMENTUM, the jobs' --momentum: exchange_calib.sh reads
+gossipd's default, 0.8) carries each peer on where it was heading,
+exchanges or not, and its walk from a common start ramps up: s steps walk
+as sum_k (1 - MOMENTUM^k)^2 steps would, so the rows with momentum
 fit --noise and --own-drift again by that. --start-model, the start the
 peers resumed, rounds the values that travel to int8 at a real model's
 magnitudes. Each INTERVAL:DIR is a job exchanging
@@ -33,9 +34,6 @@ import sys
 import tempfile
 
 import numpy as np
-
-# gossipd's --momentum, which exchange_calib.sh leaves at its default.
-MOMENTUM = "0.8"
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ckpt_average import read_ckpt  # noqa: E402
@@ -69,9 +67,9 @@ def curve(d):
 
 
 def main():
-    if len(sys.argv) < 5:
+    if len(sys.argv) < 6:
         sys.exit(__doc__)
-    sim, rate, none_dir = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+    sim, rate, momentum, none_dir = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
     by, n = steps(none_dir)
     last = max(by)
     x = stack(by[last])
@@ -88,7 +86,7 @@ def main():
     beta = float(np.sqrt(max(0.0, free[last] ** 2 / ((n - 1) / n) - sigma ** 2 * last))) / last
     # With momentum mu a peer's walk apart from a common start ramps up:
     # s steps walk sum_k (1 - mu^k)^2 steps' worth, and drift sum_k (1 - mu^k).
-    mu = float(MOMENTUM)
+    mu = float(momentum)
     s0 = min(free)
     walk = sum((1 - mu ** k) ** 2 for k in range(1, s0 + 1))
     sigma_m = float(np.sqrt(free[s0] ** 2 / ((n - 1) / n * walk)))
@@ -98,7 +96,7 @@ def main():
     print(f"no exchanges ({none_dir}): {n} peers, {dim} values, steps {min(free)}-{last};"
           f" sigma per step from distance^2 / steps: {sig[0]:.3g} after {min(free)} steps"
           f" (--noise), {sig[-1]:.3g} after {last}; the rest as a drift of each peer's own:"
-          f" {beta:.3g} per step (--own-drift); fitted with momentum {MOMENTUM}'s ramp:"
+          f" {beta:.3g} per step (--own-drift); fitted with momentum {momentum}'s ramp:"
           f" {sigma_m:.3g} and {beta_m:.3g}")
     print("| steps | " + " | ".join(str(s) for s in free) + " |")
     print("|---|" + "---|" * len(free))
@@ -108,7 +106,7 @@ def main():
         spread.tofile(prof)
         start = os.path.join(tmp, "start.f32")
         start_model.tofile(start)
-        for arg in sys.argv[4:]:
+        for arg in sys.argv[5:]:
             interval, d = arg.split(":", 1)
             live, _ = curve(d)
             rows = []
@@ -116,9 +114,9 @@ def main():
             if beta > 0:
                 kinds.append(("profile, own drift", ["--noise-profile", prof,
                                                      "--own-drift", f"{beta:.6g}"]))
-            kinds.append(("profile, momentum", ["--noise-profile", prof, "--momentum", MOMENTUM,
+            kinds.append(("profile, momentum", ["--noise-profile", prof, "--momentum", momentum,
                                                 "--noise", f"{sigma_m:.6g}"]))
-            kinds.append(("profile, own drift, momentum", ["--noise-profile", prof, "--momentum", MOMENTUM,
+            kinds.append(("profile, own drift, momentum", ["--noise-profile", prof, "--momentum", momentum,
                                                            "--noise", f"{sigma_m:.6g}",
                                                            "--own-drift", f"{beta_m:.6g}"]))
             kinds.append(("profile, own drift, momentum, int8 at the start's values",

@@ -85,4 +85,7 @@ for iv in "$@"; do
 	echo "every $iv steps: $d"
 	runs+=("$iv:$d")
 done
-/usr/bin/python3 "$HERE/exchange_calib.py" "$SIM" "$rate" "$none" "${runs[@]}"
+# the jobs' momentum: gossipd's default, which they leave
+momentum=$("$FLEET_BUILD/src/gossipd" --help | sed -n 's/^ *--momentum X .*(default: \([0-9.]*\)).*/\1/p')
+[ -n "$momentum" ] || { echo "$0: no --momentum default in gossipd --help" >&2; exit 1; }
+/usr/bin/python3 "$HERE/exchange_calib.py" "$SIM" "$rate" "$momentum" "$none" "${runs[@]}"
