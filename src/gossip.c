@@ -32,12 +32,20 @@
 /* How soon after an exchange a SIGCONT's handler may run and the gap that
  * exchange ended still be the stop's (gossip_resumed). */
 #define GOSSIP_RESUME_SLACK_S 0.1
+/* Own rounds that give a mean time between them worth judging a gap by. */
+#define GOSSIP_STALL_ROUNDS 3
+/* A wait shorter than this is no stall to log, however far above the
+ * mean: a closing phase exchanges back to back, milliseconds apart. The
+ * shortest patience an exchange gets (rounds.h). */
+#define GOSSIP_STALL_MIN_S 0.25
 
 /* Time between two exchanges: the last one's end (< 0 before the first:
  * a joiner's pull is no gap), the longest, when it ended and the longest
- * before it (gossip_resumed). */
+ * before it (gossip_resumed); the sum of the gaps and how many, for their
+ * mean. */
 struct gossip_gap {
-	double from, longest, longest_end, longest_was;
+	double from, longest, longest_end, longest_was, sum;
+	uint64_t n;
 };
 
 /* Buffers of one role; they grow to the largest exchange and stay. */
@@ -87,6 +95,11 @@ struct gossip {
 	 * started that finished: the first counts the partners' rounds too,
 	 * the second only this peer's own cadence (gossip.h). */
 	struct gossip_gap gap[GOSSIP_GAP_N];
+	/* Since the last own exchange that mixed: when the first try began
+	 * (< 0 none yet) and the tries that mixed nothing, what a stall's
+	 * log line (gossip_note_round) is made of. */
+	double round_start;
+	unsigned round_busy, round_failed;
 };
 
 static const char *const gossip_type_names[GOSSIP_T_LAST - GOSSIP_T_FIRST + 1] = {
@@ -163,6 +176,7 @@ gossip_new(const struct gossip_params *p, struct model *m, const struct gossip_o
 	g->distance = -1;
 	for (int i = 0; i < GOSSIP_GAP_N; i++)
 		g->gap[i].from = -1;
+	g->round_start = -1;
 	g->distance_rel = -1;
 	g->ready = 1;
 	if (drift_new(&g->drift) < 0) {
@@ -393,7 +407,38 @@ gossip_note_gap(struct gossip_gap *gap, double now)
 		gap->longest = now - gap->from;
 		gap->longest_end = now;
 	}
+	if (gap->from >= 0) {
+		gap->sum += now - gap->from;
+		gap->n++;
+	}
 	gap->from = now;
+}
+
+/* An own exchange with partner mixed: one round more. A round that set a
+ * new longest gap above twice the mean says in the log what the wait was
+ * made of (the round starting late, tries that mixed nothing, or a slow
+ * partner), so that a stall in a soak or a job has its cause on record. */
+static void
+gossip_note_round(struct gossip *g, double now, const char *partner)
+{
+	struct gossip_gap *gap = &g->gap[GOSSIP_GAP_OWN];
+	double wait = now - gap->from, mean = gap->n > 0 ? gap->sum / (double)gap->n : 0;
+	char tries[96] = "";
+
+	if (gap->from >= 0 && gap->n >= GOSSIP_STALL_ROUNDS && wait > gap->longest &&
+	    wait > 2 * mean && wait >= GOSSIP_STALL_MIN_S) {
+		if (g->round_busy + g->round_failed > 0)
+			snprintf(tries, sizeof(tries), ", %u tries that mixed nothing (%u busy, "
+			    "%u failed)", g->round_busy + g->round_failed, g->round_busy,
+			    g->round_failed);
+		log_info("gossip: %.2f s between own rounds, %.1fx their mean %.2f s: the first try "
+		    "began %.2f s after the last round%s; the exchange that mixed, with %s, took %.2f s",
+		    wait, wait / mean, mean, fmax(0, g->round_start - gap->from), tries, partner,
+		    now - g->start);
+	}
+	gossip_note_gap(gap, now);
+	g->round_start = -1;
+	g->round_busy = g->round_failed = 0;
 }
 
 /* Both sides now hold (mine + theirs) / 2 on sc's mask: mode delta's
@@ -544,6 +589,10 @@ gossip_finish(struct gossip *g, double now, enum gossip_result r, size_t bytes)
 	char addr[sizeof(g->addr)];
 
 	g->active = 0;
+	if (r == GOSSIP_BUSY)
+		g->round_busy++;
+	else if (r == GOSSIP_FAILED)
+		g->round_failed++;
 	memcpy(addr, g->addr, sizeof(addr));
 	if (g->ops.done != NULL)
 		g->ops.done(g->ops.arg, addr, now, r, bytes, now - g->start);
@@ -629,6 +678,8 @@ gossip_start(struct gossip *g, double now, const char *addr)
 	snprintf(g->addr, sizeof(g->addr), "%s", addr);
 	g->nonce = nonce;
 	g->start = now;
+	if (g->round_start < 0)
+		g->round_start = now;
 	g->deadline = now + g->p.timeout;
 	g->partner_gone = 0;
 	g->unsent = 0;
@@ -832,7 +883,7 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 	g->partner_step = r.step;
 	g->ok++;
 	gossip_note_gap(&g->gap[GOSSIP_GAP_ANY], now);
-	gossip_note_gap(&g->gap[GOSSIP_GAP_OWN], now);
+	gossip_note_round(g, now, from);
 	gossip_finish(g, now, GOSSIP_OK, g->req_bytes + len);
 }
 

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -937,6 +938,59 @@ test_exchange_delta_int8(void)
 	test_exchange(GOSSIP_DELTA, GOSSIP_INT8);
 }
 
+/* What the log says of a stall, read back from stderr: own rounds at 1, 4,
+ * 5, 6 and 7.5 s (the 3 s gap comes before there are rounds enough for a
+ * mean, the 1.5 s one is within twice it: neither is logged), then a try
+ * that meets a busy partner half a second on and a round that mixes only
+ * at 13 s, over three times the mean; then a closing phase's pace, rounds
+ * a tenth of a millisecond apart and one 0.2 s on, far above their mean
+ * but too short a wait to tell of. */
+static void
+test_stall_log(void)
+{
+	char text[4096] = "";
+	FILE *f = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	size_t n;
+
+	CHECK(f != NULL && saved >= 0);
+	if (f == NULL || saved < 0)
+		return;
+	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.1, "40-20-10", "40-20-10");
+	CHECK(dup2(fileno(f), STDERR_FILENO) >= 0);
+	exchange_at(0, 1);
+	exchange_at(0, 4);
+	exchange_at(0, 5);
+	exchange_at(0, 6);
+	exchange_at(0, 7.5);
+	gossip_set_ready(peers[1].g, 0);
+	CHECK(gossip_start(peers[0].g, 8, peers[1].addr) == 0);
+	pump_at(8, 0);
+	CHECK(peers[0].last == GOSSIP_BUSY);
+	gossip_set_ready(peers[1].g, 1);
+	exchange_at(0, 13);
+	teardown();
+	/* Back to back, as a closing phase goes: far above the mean, but a
+	 * wait of 0.2 s. */
+	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.1, "40-20-10", "40-20-10");
+	for (int i = 0; i <= 8; i++)
+		exchange_at(0, 1 + 0.0001 * i);
+	exchange_at(0, 1.2008);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	CHECKF(strstr(text, "5.50 s between own rounds, 3.4x their mean 1.62 s: the first try began "
+	    "0.50 s after the last round, 1 tries that mixed nothing (1 busy, 0 failed); the "
+	    "exchange that mixed, with 127.0.0.1:") != NULL, "%s", text);
+	CHECKF(strstr(text, "3.00 s between") == NULL && strstr(text, "1.50 s between") == NULL &&
+	    strstr(text, "0.20 s between") == NULL, "%s", text);
+	teardown();
+}
+
 static const struct check_case cases[] = {
 	{ "gossip_exchange_saps_fp32", test_exchange_saps_fp32 },
 	{ "gossip_exchange_dense_fp32", test_exchange_dense_fp32 },
@@ -954,6 +1008,7 @@ static const struct check_case cases[] = {
 	{ "gossip_select", test_select },
 	{ "gossip_codec", test_codec },
 	{ "gossip_gap", test_gap },
+	{ "gossip_stall_log", test_stall_log },
 	{ NULL, NULL }
 };
 
