@@ -21,8 +21,12 @@ Prints, as markdown:
   figures over every exchange are printed; the longest gaps that ended
   after the chaos began (a run's longest rises only past its start's),
   and how many of those are above twice the run's time between rounds
-  (a job's start on a busy host can stall every peer at once), and,
-  with BASELINE_DIR, the same figures without churn;
+  (a job's start on a busy host can stall every peer at once), each
+  stalled run's cause as its log gives it (gossipd logs a new longest
+  wait between own rounds above twice their mean: when the first try
+  began, the tries that mixed nothing, the partner of the exchange that
+  mixed and its time), and, with BASELINE_DIR, the same figures without
+  churn;
 - joiners: per run that pulled the model, the bytes its pull received
   against the model's size, and how far it lies from the job after two
   rounds of its own: exactly, from the checkpoints soak.sh had it and
@@ -329,8 +333,24 @@ def accuracy_rows(argv, events, polls):
                   f" first peers' mean - baseline's: {100 * (statistics.mean(mine) - statistics.mean(b)):+.2f} points")
 
 
-def gap_rows(g, chaos_from, label):
-    """Prints g's figures; returns how many runs stalled."""
+def stall_cause(d, slot, run):
+    """The log line where run's longest wait between own rounds was told,
+    without its time and level; None when the log has none."""
+    best, text = -1.0, None
+    try:
+        with open(f"{d}/p{slot}.{run}.log", errors="replace") as f:
+            for line in f:
+                m = re.search(r"gossip: ([0-9.]+) s between own rounds, (.*)", line)
+                if m and float(m[1]) > best:
+                    best, text = float(m[1]), f"{m[1]} s, {m[2]}"
+    except OSError:
+        return None
+    return text
+
+
+def gap_rows(g, d, chaos_from, label):
+    """Prints g's figures (d: the soak's directory, for the logs);
+    returns how many runs stalled."""
     def spread(xs):
         xs = sorted(xs)
         return f"median {statistics.median(xs):.2f} s, {xs[0]:.2f}-{xs[-1]:.2f} s"
@@ -344,7 +364,8 @@ def gap_rows(g, chaos_from, label):
           f" longest without a step: max {max(v.no_step for v in g.values()):.1f} s;"
           f" stalled (either above twice its time between rounds): {len(bad)}"
           + "".join(f"\n  p{k[0]} run {k[1]}: between rounds {g[k].own:.2f} s, longest"
-                    f" {g[k].own_longest:.2f} s, without a step {g[k].no_step:.1f} s" for k in sorted(bad)))
+                    f" {g[k].own_longest:.2f} s, without a step {g[k].no_step:.1f} s"
+                    + (f"\n    log: {c}" if (c := stall_cause(d, *k)) else "") for k in sorted(bad)))
     print(f"{label}every exchange (served ones too): time between them"
           f" {spread(v.every for v in g.values())}; longest between two"
           f" {spread(v.every_longest for v in g.values())}")
@@ -389,13 +410,13 @@ def main(argv):
     g = gaps(runs, stopped_windows(events), chaos_over, chaos_from)
     bad = 0
     if g:
-        bad += gap_rows(g, chaos_from, "")
+        bad += gap_rows(g, argv[1], chaos_from, "")
         if len(argv) == 3:
             bpolls, bevents = load(argv[2])
             bg = gaps(runs_of(bpolls), {}, min((t for t, text in bevents if text == "chaos over"),
                       default=final_poll(bevents)), chaos_from)
             if bg:
-                gap_rows(bg, chaos_from, "without churn, ")
+                gap_rows(bg, argv[2], chaos_from, "without churn, ")
 
     j = joiners(polls, runs, events, params)
     if j:
