@@ -954,8 +954,13 @@ test_stall_log(void)
 	size_t n;
 
 	CHECK(f != NULL && saved >= 0);
-	if (f == NULL || saved < 0)
+	if (f == NULL || saved < 0) {
+		if (f != NULL)
+			fclose(f);
+		if (saved >= 0)
+			close(saved);
 		return;
+	}
 	setup(GOSSIP_SAPS, GOSSIP_FP32, 0.1, "40-20-10", "40-20-10");
 	CHECK(dup2(fileno(f), STDERR_FILENO) >= 0);
 	exchange_at(0, 1);
