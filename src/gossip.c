@@ -35,8 +35,9 @@
 /* Own rounds that give a mean time between them worth judging a gap by. */
 #define GOSSIP_STALL_ROUNDS 3
 /* A wait shorter than this is no stall to log, however far above the
- * mean: a closing phase exchanges back to back, milliseconds apart. The
- * shortest patience an exchange gets (rounds.h). */
+ * mean: a closing phase exchanges back to back, milliseconds apart, while
+ * a stall worth a line keeps a round waiting on a partner for a good part
+ * of a second or more. */
 #define GOSSIP_STALL_MIN_S 0.25
 
 /* Time between two exchanges: the last one's end (< 0 before the first:
