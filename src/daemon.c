@@ -153,7 +153,7 @@ daemon_after_training(struct daemon *d)
 void
 daemon_trained(struct daemon *d)
 {
-	rounds_trained(d->rounds);
+	rounds_trained(d->rounds, util_now());
 	/* The closing phase may end before rounds_close_begin returns (no
 	 * member left): then daemon_end_closing has moved on already. */
 	if (!daemon_leaving(d) && rounds_close_begin(d->rounds, util_now())) {

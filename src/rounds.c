@@ -303,10 +303,12 @@ rounds_close_next(struct rounds *r, double now)
 }
 
 void
-rounds_trained(struct rounds *r)
+rounds_trained(struct rounds *r, double now)
 {
-	if (r != NULL)
-		pull_set_done(r->pull, 1);
+	if (r == NULL)
+		return;
+	pull_set_done(r->pull, 1);
+	trust_freeze(r->trust, now);
 }
 
 int

@@ -117,8 +117,9 @@ double rounds_patience(const struct select_link *l, double patience, double time
 /* The process ran again after a SIGSTOP (gossip_resumed). */
 void rounds_resumed(struct rounds *r, double now);
 /* The trainer's budget is spent: the model moves only by exchanges from
- * now on, and the pull tells joiners so (pull.h). */
-void rounds_trained(struct rounds *r);
+ * now on, the pull tells joiners so (pull.h), and trust judges slices by
+ * the spread of the training (trust_freeze). */
+void rounds_trained(struct rounds *r, double now);
 /* The trainer's budget is spent: enter the closing phase (closing.h) and
  * return 1, or 0 when this peer has none (close_budget 0). It ends in
  * ops' closed. */

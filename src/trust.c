@@ -47,6 +47,8 @@ struct trust {
 	struct trust_member m[TRUST_CAP];
 	size_t n;
 	uint64_t clipped;
+	int frozen;               /* trust_freeze: median is the votes' */
+	double median;            /* the median then; < 0 no quorum */
 };
 
 int
@@ -117,14 +119,13 @@ trust_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-double
-trust_radius(const struct trust *t, double now)
+/* The median of the fresh votes at now; < 0 without a quorum. */
+static double
+trust_median(const struct trust *t, double now)
 {
 	double v[TRUST_CAP];
 	size_t k = 0;
 
-	if (t->p.factor <= 0)
-		return -1;
 	for (size_t i = 0; i < t->n; i++) {
 		if (t->m[i].distance >= 0 && now - t->m[i].seen <= TRUST_FRESH)
 			v[k++] = t->m[i].distance;
@@ -132,7 +133,27 @@ trust_radius(const struct trust *t, double now)
 	if (k < TRUST_QUORUM)
 		return -1;
 	qsort(v, k, sizeof(*v), trust_cmp);
-	return t->p.factor * (k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]));
+	return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
+double
+trust_radius(const struct trust *t, double now)
+{
+	double median;
+
+	if (t->p.factor <= 0)
+		return -1;
+	median = t->frozen ? t->median : trust_median(t, now);
+	return median < 0 ? -1 : t->p.factor * median;
+}
+
+void
+trust_freeze(struct trust *t, double now)
+{
+	if (t == NULL || t->frozen)
+		return;
+	t->median = trust_median(t, now);
+	t->frozen = 1;
 }
 
 static int

@@ -23,7 +23,8 @@
  * distances, one vote per member seen lately: a minority sending far
  * values, or sending often, cannot widen it (self-centred clipping as in
  * ClippedGossip, arXiv 2202.01545, with the radius taken from the honest
- * spread). A received slice beyond the radius is pulled in to it before
+ * spread); once this peer's training is over, the median of then
+ * (trust_freeze). A received slice beyond the radius is pulled in to it before
  * it is mixed, so one exchange moves this peer at most radius / 2, and
  * the move shrinks further as its sender's suspicion grows.
  * Members whose suspicion reaches TRUST_SUSPECT are not chosen as
@@ -75,6 +76,16 @@ void trust_set_params(struct trust *t, const struct trust_params *p);
  * members heard from within TRUST_FRESH seconds; < 0 (no clipping) while
  * fewer than TRUST_QUORUM such members are known, or with trust off. */
 double trust_radius(const struct trust *t, double now);
+/* This peer's training is over: from now on the median is the one of the
+ * votes at now (none without a quorum then). Peers that are done close
+ * (closing.h) until they agree to 1%, so their distances to each other,
+ * the votes, fall towards 0, and an honest member still training (a
+ * longer budget, a slower host, a restart behind) lies beyond any radius
+ * they give: in a 4-peer job whose fourth peer trained 8 epochs to the
+ * others' 3, two or all three of them suspected it within a second of
+ * closing. The spread the job trained with is the one to judge it by.
+ * NULL-safe; the first call counts. */
+void trust_freeze(struct trust *t, double now);
 /* What a peer measured of a received slice. */
 struct trust_slice {
 	double rms;             /* its RMS distance from this peer's values */

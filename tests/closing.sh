@@ -10,6 +10,10 @@
 #    checkpoint written); the two survivors end (by budget, distance or
 #    alone) well before their close_timeout: nobody waits for the dead one,
 #    whose exchange in flight costs one exchange_timeout at most.
+# 3. A peer still training while the others close (a longer budget, as a
+#    slower host or a restart behind would have) is not suspected by them:
+#    their distances to each other fall as they agree, and a radius from
+#    those would put an honest trainer outside it (trust_freeze).
 # Training lasts a few seconds, longer than the peers' start-up spread, so
 # that no peer closes before the others are members.
 . "$(dirname "$0")/fleet.sh"
@@ -107,3 +111,22 @@ secs=$(fleet_since "$killed")
 awk -v s="$secs" 'BEGIN { exit !(s < 60) }' ||
 	fleet_fail "survivors ended $secs s after the kill (close_timeout 120)"
 fleet_ok "after a SIGKILL and a leave the survivors ended ($(reason churn0), $(reason churn1)) in $secs s"
+
+# 3. A straggler: late3 trains 5 epochs, the others 3 and then close (for
+# 10 s at most: close_distance 0 never ends it) while late3 still trains.
+# Constant lr: late3 moves at its training pace, not a schedule's tail.
+for i in 0 1 2 3; do FLEET_ARGS[late$i]="--epochs 3"; done
+FLEET_ARGS[late3]="--epochs 5"
+fleet_job "late0 late1 late2 late3" --model 784-64-10 --eval-samples 1000 --seed 3 \
+	--lr-schedule constant --max-step-rate 100 \
+	--close-budget 100 --close-distance 0 --close-timeout 10
+for p in late0 late1 late2 late3; do
+	fleet_wait_exit "$p" 120 || fleet_fail "$p exited non-zero: $(fleet_tail "$p")"
+done
+for p in late0 late1 late2; do
+	grep -q "trust: suspects at exit: none" "$FLEET_LOGS/$p.log" ||
+		fleet_fail "$p left suspecting a member: $(grep 'trust: suspects at exit' "$FLEET_LOGS/$p.log")"
+	sed -n '/closing: exchanging/,$p' "$FLEET_LOGS/$p.log" | grep "is suspect" &&
+		fleet_fail "$p suspected a member while it closed"
+done
+fleet_ok "3 closing peers suspected none while late3 still trained"

@@ -7,7 +7,8 @@
  * the worst slice; records outlive their member, so a rejoin on the same
  * address keeps its score; a mix is weighed down as suspicion grows; a
  * slice that has not come this peer's way from its origin counts as bad
- * (test_behind); with factor 0 nothing is judged.
+ * (test_behind); once frozen (training over) the radius stays the one of
+ * then, whatever the votes do after; with factor 0 nothing is judged.
  */
 #include <math.h>
 #include <stdio.h>
@@ -204,6 +205,58 @@ test_full_table(void)
 	trust_free(t);
 }
 
+/* Peers that are done close until they agree: their votes fall towards
+ * 0, and a member still training would lie past any radius they gave. */
+static void
+test_freeze(void)
+{
+	struct trust *t = mk(2);
+	int suspect = 0;
+
+	trust_freeze(NULL, 0);
+	for (int i = 0; i < 3; i++)
+		obs(t, addr(i), 0, 1.0 + i, -1);
+	trust_freeze(t, 0);
+	for (int k = 0; k < 20; k++) {
+		for (int i = 0; i < 3; i++)
+			obs(t, addr(i), 1 + k, 0.001, trust_radius(t, 1 + k));
+		suspect |= obs(t, addr(3), 1 + k, 3.0, trust_radius(t, 1 + k));
+	}
+	CHECKF(fabs(trust_radius(t, 20) - 4.0) < 1e-12, "frozen radius %g", trust_radius(t, 20));
+	CHECK(!suspect && !trust_suspect(t, addr(3)));
+	/* the votes are of the median then; the factor stays the current one */
+	trust_set_params(t, &(struct trust_params){ 3 });
+	CHECKF(fabs(trust_radius(t, 1000) - 6.0) < 1e-12, "radius %g", trust_radius(t, 1000));
+	trust_freeze(t, 1000);  /* the first call counts */
+	CHECKF(fabs(trust_radius(t, 1000) - 6.0) < 1e-12, "radius %g", trust_radius(t, 1000));
+	/* far slices are still judged by it */
+	for (int k = 0; k < 4; k++)
+		obs(t, addr(4), 1000, 50.0, trust_radius(t, 1000));
+	CHECK(trust_suspect(t, addr(4)));
+	trust_free(t);
+
+	/* unfrozen, the same votes leave the member training far outside */
+	t = mk(2);
+	for (int i = 0; i < 3; i++)
+		obs(t, addr(i), 0, 1.0 + i, -1);
+	for (int k = 0; k < 20; k++) {
+		for (int i = 0; i < 3; i++)
+			obs(t, addr(i), 1 + k, 0.001, trust_radius(t, 1 + k));
+		obs(t, addr(3), 1 + k, 3.0, trust_radius(t, 1 + k));
+	}
+	CHECK(trust_suspect(t, addr(3)));
+	trust_free(t);
+
+	/* frozen without a quorum: no radius, then or later */
+	t = mk(2);
+	obs(t, addr(0), 0, 1.0, -1);
+	trust_freeze(t, 0);
+	for (int i = 1; i < 4; i++)
+		obs(t, addr(i), 1, 1.0, -1);
+	CHECK(trust_radius(t, 1) < 0);
+	trust_free(t);
+}
+
 static void
 test_off(void)
 {
@@ -227,6 +280,7 @@ static const struct check_case cases[] = {
 	{ "trust_suspects_text", test_suspects_text },
 	{ "trust_behind", test_behind },
 	{ "trust_full_table", test_full_table },
+	{ "trust_freeze", test_freeze },
 	{ "trust_off", test_off },
 	{ NULL, NULL }
 };
