@@ -47,8 +47,8 @@ struct trust {
 	struct trust_member m[TRUST_CAP];
 	size_t n;
 	uint64_t clipped;
-	int frozen;               /* trust_freeze: median is the votes' */
-	double median;            /* the median then; < 0 no quorum */
+	int frozen;               /* training over (trust_freeze): median holds */
+	double median;            /* the votes' median then; < 0 no quorum */
 };
 
 int

@@ -78,8 +78,8 @@ void trust_set_params(struct trust *t, const struct trust_params *p);
 double trust_radius(const struct trust *t, double now);
 /* This peer's training is over: from now on the median is the one of the
  * votes at now (none without a quorum then). Peers that are done close
- * (closing.h) until they agree to 1%, so their distances to each other,
- * the votes, fall towards 0, and an honest member still training (a
+ * (closing.h) until they agree (close_distance), so their distances to
+ * each other, the votes, fall towards 0, and an honest member still training (a
  * longer budget, a slower host, a restart behind) lies beyond any radius
  * they give: in a 4-peer job whose fourth peer trained 8 epochs to the
  * others' 3, two or all three of them suspected it within a second of
