@@ -205,23 +205,37 @@ test_full_table(void)
 	trust_free(t);
 }
 
+/* Three members with votes 1, 2, 3 (frozen with trust_freeze when freeze),
+ * then 20 rounds in which they agree to 0.001 and a fourth sends slices
+ * 3.0 away, each judged by the radius of its moment: whether the fourth
+ * was ever suspect. */
+static int
+closing_beside_trainer(struct trust *t, int freeze)
+{
+	int suspect = 0;
+
+	for (int i = 0; i < 3; i++)
+		obs(t, addr(i), 0, 1.0 + i, -1);
+	if (freeze)
+		trust_freeze(t, 0);
+	for (int k = 0; k < 20; k++) {
+		for (int i = 0; i < 3; i++)
+			obs(t, addr(i), 1 + k, 0.001, trust_radius(t, 1 + k));
+		suspect |= obs(t, addr(3), 1 + k, 3.0, trust_radius(t, 1 + k));
+	}
+	return suspect;
+}
+
 /* Peers that are done close until they agree: their votes fall towards
  * 0, and a member still training would lie past any radius they gave. */
 static void
 test_freeze(void)
 {
 	struct trust *t = mk(2);
-	int suspect = 0;
+	int suspect;
 
 	trust_freeze(NULL, 0);
-	for (int i = 0; i < 3; i++)
-		obs(t, addr(i), 0, 1.0 + i, -1);
-	trust_freeze(t, 0);
-	for (int k = 0; k < 20; k++) {
-		for (int i = 0; i < 3; i++)
-			obs(t, addr(i), 1 + k, 0.001, trust_radius(t, 1 + k));
-		suspect |= obs(t, addr(3), 1 + k, 3.0, trust_radius(t, 1 + k));
-	}
+	suspect = closing_beside_trainer(t, 1);
 	CHECKF(fabs(trust_radius(t, 20) - 4.0) < 1e-12, "frozen radius %g", trust_radius(t, 20));
 	CHECK(!suspect && !trust_suspect(t, addr(3)));
 	/* the votes are of the median then; the factor stays the current one */
@@ -237,14 +251,7 @@ test_freeze(void)
 
 	/* unfrozen, the same votes leave the member training far outside */
 	t = mk(2);
-	for (int i = 0; i < 3; i++)
-		obs(t, addr(i), 0, 1.0 + i, -1);
-	for (int k = 0; k < 20; k++) {
-		for (int i = 0; i < 3; i++)
-			obs(t, addr(i), 1 + k, 0.001, trust_radius(t, 1 + k));
-		obs(t, addr(3), 1 + k, 3.0, trust_radius(t, 1 + k));
-	}
-	CHECK(trust_suspect(t, addr(3)));
+	CHECK(closing_beside_trainer(t, 0) && trust_suspect(t, addr(3)));
 	trust_free(t);
 
 	/* frozen without a quorum: no radius, then or later */

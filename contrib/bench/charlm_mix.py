@@ -75,8 +75,8 @@ def mix_pairs(peers, density, rng, gen):
 @torch.no_grad()
 def mean_model(peers):
     m = copy.deepcopy(peers[0])
-    for k, p in enumerate(m.parameters()):
-        p.copy_(sum(list(x.parameters())[k] for x in peers) / len(peers))
+    for p, *ps in zip(m.parameters(), *[x.parameters() for x in peers]):
+        p.copy_(sum(ps) / len(ps))
     return m
 
 
