@@ -29,6 +29,8 @@
 #include "gossip_mode.h"
 #include "log.h"
 
+#include <sodium.h>
+
 #define ATTACH_VERSION 1
 #define ATTACH_MAX_PARAMS 2147483647.0
 
@@ -367,21 +369,44 @@ attach_refusal(struct attach *a, json_t *req, size_t *d)
 	return NULL;
 }
 
+/* The request's optional "digest" of the process's starting model
+ * (pull.h) into out; NULL, or the error to answer. */
+static json_t *
+attach_digest(json_t *req, uint8_t out[ATTACH_DIGEST_BYTES], int *has)
+{
+	json_t *v = json_object_get(req, "digest");
+	const char *hex = json_string_value(v);
+	size_t n = 0;
+
+	*has = v != NULL;
+	if (v == NULL)
+		return NULL;
+	if (hex == NULL || strlen(hex) != 2 * ATTACH_DIGEST_BYTES ||
+	    sodium_hex2bin(out, ATTACH_DIGEST_BYTES, hex, strlen(hex), NULL, &n, NULL) != 0 ||
+	    n != ATTACH_DIGEST_BYTES)
+		return control_error("digest: want %d hex digits, the BLAKE2b-256 of the "
+		    "initial parameters as float32", 2 * ATTACH_DIGEST_BYTES);
+	return NULL;
+}
+
 static int
 attach_on_attach(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 {
 	const char *name = json_string_value(json_object_get(req, "name"));
+	uint8_t digest[ATTACH_DIGEST_BYTES];
 	struct errbuf err = { "" };
 	size_t d = 0;
+	int has_digest;
 
-	if ((*reply = attach_refusal(a, req, &d)) != NULL)
+	if ((*reply = attach_refusal(a, req, &d)) != NULL ||
+	    (*reply = attach_digest(req, digest, &has_digest)) != NULL)
 		return CONTROL_REPLIED;
 	if (a->fd < 0) {
 		if (attach_create(a, d, &err) < 0) {
 			*reply = control_error("%s", err.msg);
 			return CONTROL_REPLIED;
 		}
-		a->pulling = a->h.bound(a->h.arg, d);
+		a->pulling = a->h.bound(a->h.arg, d, has_digest ? digest : NULL);
 	}
 	a->pid = control_peer_pid(a->ctl, client);
 	snprintf(a->name, sizeof(a->name), "%s", name ? name : "");

@@ -37,12 +37,18 @@
 #define ATTACH_BOUNDARY_WAIT_MS 10000
 
 /* Calls into the daemon, all on the loop thread. */
+/* An attach request's digest of the process's starting model: BLAKE2b-256
+ * of its parameters as float32 (gossipd-attach(7)), for the start
+ * agreement (pull.h). */
+#define ATTACH_DIGEST_BYTES 32
+
 struct attach_hooks {
 	void (*notify)(void *arg);                /* progress or state changed */
 	/* The vector now exists with d values (first attach): a joiner may
 	 * pull the model into it. Returns 1 when it will: the attach is
-	 * answered once the start op says the model is in. */
-	int (*bound)(void *arg, size_t d);
+	 * answered once the start op says the model is in. digest: what the
+	 * process said its starting model's is (NULL: nothing). */
+	int (*bound)(void *arg, size_t d, const uint8_t *digest);
 	void (*ready)(void *arg);                 /* the vector holds the job's model */
 	void (*step)(void *arg, uint64_t step);   /* a boundary passed */
 	int (*held)(void *arg, uint64_t step);    /* must the process wait at step? */

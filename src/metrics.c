@@ -311,6 +311,8 @@ static const struct metric_def metric_defs[] = {
 	/* stats.pull: serving chunks to joiners */
 	{ "pull", "chunks_served", MK_NUMBER, "gossipd_pull_chunks_served_total", C, NULL,
 	    "model chunks served to joiners" },
+	{ "pull", "same_start", MK_NUMBER, "gossipd_pull_same_start_total", C, NULL,
+	    "start agreement requests answered that the asker already holds the job's start" },
 	{ "pull", "malformed", MK_NUMBER, "gossipd_pull_malformed_total", C, NULL,
 	    "pull messages dropped as malformed" },
 	{ "pull", "stale", MK_NUMBER, "gossipd_pull_stale_total", C, NULL,

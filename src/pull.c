@@ -2,9 +2,10 @@
  * pull: see pull.h. Layouts (little-endian):
  *
  * PULL   0 id(u64)  8 off(u64)  16 len(u64)  24 values(u8: the format asked,
- *        enum gossip_values as in gossip_wire.h, in the low 7 bits; the
+ *        enum gossip_values as in gossip_wire.h, in the low 6 bits; the
  *        high bit PULL_REQ_DONE_OK: a donor whose training is over may
- *        answer)
+ *        answer; the next bit PULL_REQ_DIGEST: at 25 follows the digest
+ *        of the asker's starting model, PULL_DIGEST_BYTES)
  * CHUNK  0 id(u64)  8 off(u64)  16 len(u64)  24 step(u64)  32 status(i32)
  *        36 values(u8: the format asked)  37 0(3 bytes)  40 len values in
  *        that format, gossip_values_bytes of them (an error CHUNK: len and
@@ -16,6 +17,15 @@
  * predates PULL_REQ_DONE_OK counts a PULL with it malformed, so a joiner
  * whose every live member is done cannot pull from such donors; the bit
  * is 0 in every other PULL, which such donors serve.
+ *
+ * A donor that predates PULL_REQ_DIGEST counts a PULL with it malformed:
+ * an agreement's asker then waits out a chunk's deadline for it, and the
+ * other donors answer.
+ *
+ * A donor that started the job from the model of the PULL's digest
+ * answers -EEXIST, without values (pull.h), before anything else: it
+ * holds no model to serve while its own process's first step is pending,
+ * but knows what the job starts from.
  *
  * A done donor asked without PULL_REQ_DONE_OK answers -ESTALE, without
  * values: in a first version it sent its values flagged done, and a
@@ -69,8 +79,10 @@ const struct proto pull_proto = {
 	"model pull", PULL_T_FIRST, PULL_T_LAST, pull_type_names
 };
 
-/* PULL's format byte: a done donor may answer. */
+/* PULL's format byte: a done donor may answer; a digest follows. */
 #define PULL_REQ_DONE_OK	0x80
+#define PULL_REQ_DIGEST		0x40
+#define PULL_REQ_FLAGS		(PULL_REQ_DONE_OK | PULL_REQ_DIGEST)
 
 /* Donors a joiner remembers as done (pull.h): past this, the oldest is
  * forgotten, and asked again at worst once more. */
@@ -119,6 +131,8 @@ struct pull_join {
 	int nomodel;              /* donors out for holding no model yet */
 	int take_done;            /* every live member was done: take them */
 	int lowest;               /* start agreement: no live member is below us */
+	int same;                 /* a donor started the job from our digest's model */
+	char same_addr[WIRE_ADDR_MAX + 1];
 	enum gossip_values fmt;   /* every chunk of this attempt is asked in it */
 	uint64_t bytes;           /* of values in the answers taken */
 	uint64_t requests, reasks, refused, timeouts, stale, malformed, finished;
@@ -149,34 +163,48 @@ struct pull {
 	int agree;
 	double agree_timeout;
 	char self[WIRE_ADDR_MAX + 1];
+	/* The digest of the model this peer's process starts from, and of
+	 * the model it started the job from when that was its own (pull.h). */
+	uint8_t own[PULL_DIGEST_BYTES], start[PULL_DIGEST_BYTES];
+	int has_own, has_start;
 	struct pull_join *join;   /* the attempt running, if any */
 	/* The donor's CHUNK, and the slice it gathers before encoding it,
 	 * each with room for wcap values in fp32. */
 	uint8_t *wire;
 	float *slice;
 	size_t wcap;
-	uint64_t served, malformed, stale, own_nonfinite;
+	uint64_t served, same, malformed, stale, own_nonfinite;
 };
 
-void
-pull_req_encode(uint8_t out[PULL_REQ_SIZE], const struct pull_req *r)
+size_t
+pull_req_encode(uint8_t out[PULL_REQ_MAX], const struct pull_req *r)
 {
 	wire_put_u64(out, r->id);
 	wire_put_u64(out + 8, r->off);
 	wire_put_u64(out + 16, r->len);
-	out[24] = (uint8_t)((unsigned)r->fmt | (r->done_ok ? PULL_REQ_DONE_OK : 0));
+	out[24] = (uint8_t)((unsigned)r->fmt | (r->done_ok ? PULL_REQ_DONE_OK : 0) |
+	    (r->has_digest ? PULL_REQ_DIGEST : 0));
+	if (!r->has_digest)
+		return PULL_REQ_SIZE;
+	memcpy(out + PULL_REQ_SIZE, r->digest, PULL_DIGEST_BYTES);
+	return PULL_REQ_MAX;
 }
 
 int
 pull_req_decode(const uint8_t *buf, size_t len, struct pull_req *r)
 {
-	if (len != PULL_REQ_SIZE || (buf[24] & ~PULL_REQ_DONE_OK) >= GOSSIP_VALUES_N)
+	if (len < PULL_REQ_SIZE || (buf[24] & ~PULL_REQ_FLAGS) >= GOSSIP_VALUES_N)
+		return -EBADMSG;
+	r->has_digest = (buf[24] & PULL_REQ_DIGEST) != 0;
+	if (len != (r->has_digest ? PULL_REQ_MAX : PULL_REQ_SIZE))
 		return -EBADMSG;
 	r->id = wire_get_u64(buf);
 	r->off = wire_get_u64(buf + 8);
 	r->len = wire_get_u64(buf + 16);
-	r->fmt = (enum gossip_values)(buf[24] & ~PULL_REQ_DONE_OK);
+	r->fmt = (enum gossip_values)(buf[24] & ~PULL_REQ_FLAGS);
 	r->done_ok = (buf[24] & PULL_REQ_DONE_OK) != 0;
+	if (r->has_digest)
+		memcpy(r->digest, buf + PULL_REQ_SIZE, PULL_DIGEST_BYTES);
 	return 0;
 }
 
@@ -290,6 +318,13 @@ pull_agree(struct pull *p, const char *self, double timeout)
 	snprintf(p->self, sizeof(p->self), "%s", self);
 }
 
+void
+pull_set_digest(struct pull *p, const uint8_t digest[PULL_DIGEST_BYTES])
+{
+	memcpy(p->own, digest, PULL_DIGEST_BYTES);
+	p->has_own = 1;
+}
+
 /* --- donor ---------------------------------------------------------------- */
 
 static void
@@ -335,6 +370,12 @@ pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
 
 	if (pull_req_decode(buf, len, &r) < 0) {
 		p->malformed++;
+		return;
+	}
+	if (r.has_digest && p->has_start &&
+	    sodium_memcmp(r.digest, p->start, PULL_DIGEST_BYTES) == 0) {
+		p->same++;
+		pull_serve_error(p, from, &r, -EEXIST);
 		return;
 	}
 	/* No model yet: a joiner's, or an attached process's before its
@@ -390,13 +431,15 @@ pull_ask_donor(struct pull *p, size_t ci, int di)
 	struct pull_join *j = p->join;
 	struct pull_slice *c = &j->chunks[ci];
 	struct pull_req r = { (uint64_t)c->gen << 32 | (uint64_t)di << 24 | ci, c->off, c->len,
-	    j->fmt, j->take_done || p->agree };
-	uint8_t buf[PULL_REQ_SIZE];
+	    j->fmt, j->take_done || p->agree, p->agree && p->has_own, { 0 } };
+	uint8_t buf[PULL_REQ_MAX];
+	size_t len;
 
-	pull_req_encode(buf, &r);
+	if (r.has_digest)
+		memcpy(r.digest, p->own, PULL_DIGEST_BYTES);
+	len = pull_req_encode(buf, &r);
 	j->requests++;
-	if (p->ops.send(p->ops.arg, j->donors[di].addr, PULL_T_PULL, buf, sizeof(buf),
-	    NULL, NULL) < 0) {
+	if (p->ops.send(p->ops.arg, j->donors[di].addr, PULL_T_PULL, buf, len, NULL, NULL) < 0) {
 		c->ask[di] = ASK_FAILED;
 		return 0;
 	}
@@ -423,15 +466,18 @@ pull_ask(struct pull *p, size_t ci, double now)
 		j->failed = 1;
 }
 
-/* Ask the next chunks, up to PULL_WINDOW asked and not averaged. */
+/* Ask the next chunks, up to PULL_WINDOW asked and not averaged; one
+ * until the first is in when a donor may answer that our model is the
+ * job's start (pull.h). */
 static void
 pull_fill(struct pull *p, double now)
 {
 	struct pull_join *j = p->join;
+	size_t window = p->agree && p->has_own && j->have == 0 ? 1 : PULL_WINDOW;
 
 	/* A slot is free for each chunk this asks: slots are held by the
 	 * chunks asked and not averaged, fewer than PULL_WINDOW. */
-	while (!j->failed && j->asked < j->nchunks && j->asked - j->have < PULL_WINDOW) {
+	while (!j->failed && j->asked < j->nchunks && j->asked - j->have < window) {
 		j->chunks[j->asked].slot = j->free_slots[--j->nfree];
 		pull_ask(p, j->asked++, now);
 	}
@@ -699,11 +745,14 @@ out:
 	return rc;
 }
 
-/* Start agreement: this peer's own model starts the job; why for the log. */
+/* Start agreement: this peer's own model starts the job; why for the log.
+ * From now on it answers a PULL with that model's digest -EEXIST. */
 static void
 pull_own(struct pull *p, const char *why)
 {
 	p->joining = 0;
+	p->has_start = p->has_own;
+	memcpy(p->start, p->own, PULL_DIGEST_BYTES);
 	p->ops.own(p->ops.arg, why);
 }
 
@@ -782,12 +831,16 @@ static void
 pull_conclude(struct pull *p, double now)
 {
 	struct pull_join *j = p->join;
-	char donors[PULL_DONOR_LIST], missed[PULL_DONOR_LIST];
+	char donors[PULL_DONOR_LIST], missed[PULL_DONOR_LIST], why[WIRE_ADDR_MAX + 128];
 
-	if (j == NULL || (!j->failed && j->have < j->nchunks))
+	if (j == NULL || (!j->same && !j->failed && j->have < j->nchunks))
 		return;
 	p->join = NULL;
-	if (j->failed && p->agree) {
+	if (j->same) {
+		snprintf(why, sizeof(why), "%s started the job from a model of the same digest "
+		    "as this peer's process, so nothing was pulled", j->same_addr);
+		pull_own(p, why);
+	} else if (j->failed && p->agree) {
 		pull_agree_failed(p, j, now);
 	} else if (j->failed) {
 		pull_failed(p, now);
@@ -925,7 +978,13 @@ pull_take(struct pull *p, double now, const char *from, const uint8_t *buf, size
 		j->stale++;
 		return;
 	}
-	if (gc.status == -EAGAIN) {
+	if (gc.status == -EEXIST && p->agree && p->has_own) {
+		/* Our process's model is the job's start: nothing to average,
+		 * and nothing more to ask (pull_conclude). */
+		j->same = 1;
+		snprintf(j->same_addr, sizeof(j->same_addr), "%s", from);
+		return;
+	} else if (gc.status == -EAGAIN) {
 		/* It holds no model yet: asking it again at once would only
 		 * bounce (as it did, at network rate), so it is out of this
 		 * attempt, and the next waits PULL_RETRY. */
@@ -1057,7 +1116,8 @@ pull_join_json(const struct pull_join *j)
 int
 pull_stats_json(const struct pull *p, json_t *obj)
 {
-	json_t *o = json_pack("{s:I, s:I, s:I, s:I}", "chunks_served", (json_int_t)p->served,
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I}", "chunks_served", (json_int_t)p->served,
+	    "same_start", (json_int_t)p->same,
 	    "malformed", (json_int_t)p->malformed, "stale", (json_int_t)p->stale,
 	    "own_nonfinite", (json_int_t)p->own_nonfinite);
 

@@ -61,6 +61,22 @@
  * every PULL_RETRY (the lowest's process may still be loading) until
  * the deadline, then start from their own with a warning.
  *
+ * Most scripts seed every process alike, and then the pull would carry
+ * the very values the asker holds (38 of the first peer's 65 MB in
+ * contrib/bench/charlm.sh). So a process may say what it starts from
+ * (pull_set_digest: the attach request's digest, BLAKE2b-256 of its
+ * parameters as float32), and an agreement's PULLs carry it. A member
+ * that started the job from a model of that digest (its own process's,
+ * or one it skipped to the same way) answers -EEXIST without values, and
+ * the asker starts from its own model: the same parameters, none sent.
+ * Until its first chunk is settled such an asker keeps one chunk in
+ * flight, not PULL_WINDOW, so that the answer costs at most a chunk from
+ * each other donor. A member that pulled its start knows no digest (it
+ * would have to hash the model) and serves values as before; the member
+ * lowest in address order, asked first, is the one that knows. A donor
+ * could lie that the models are equal: the asker then starts from its
+ * own process's model, which it could have done anyway.
+ *
  * A joiner that knows no live member at all (its seeds gone, every member
  * left) has nobody to pull from: once that lasts PULL_DONOR_WAIT it says
  * so (a warning, and pull_stranded for status), and once it lasts the
@@ -117,6 +133,10 @@ extern const struct proto pull_proto;
  * and the late answers were wasted. */
 #define PULL_WINDOW		32
 #define PULL_REQ_SIZE		25
+/* A start agreement's PULL may carry the digest of the model this peer's
+ * process starts from (BLAKE2b-256 of its float32 values: see top). */
+#define PULL_DIGEST_BYTES	32
+#define PULL_REQ_MAX		(PULL_REQ_SIZE + PULL_DIGEST_BYTES)
 #define PULL_CHUNK_HEADER	40
 
 struct pull_ops {
@@ -169,6 +189,10 @@ void pull_set_done(struct pull *p, int done);
  * peer's address as the others know it; after timeout seconds from the
  * first pull_members it starts from its own model. */
 void pull_agree(struct pull *p, const char *self, double timeout);
+/* The digest of the model this peer's process starts from (see top), for
+ * a start agreement: asked with it, a member that started the job from
+ * the same model answers so, and this peer starts from its own. */
+void pull_set_digest(struct pull *p, const uint8_t digest[PULL_DIGEST_BYTES]);
 
 /* A PULL_T_FIRST..LAST message passed the transport. */
 void pull_recv(struct pull *p, double now, const char *from, uint8_t type, const uint8_t *buf,
@@ -192,6 +216,8 @@ struct pull_req {
 	uint64_t id, off, len;
 	enum gossip_values fmt;
 	int done_ok;              /* a donor whose training is over may answer */
+	int has_digest;           /* digest: the asker's starting model's */
+	uint8_t digest[PULL_DIGEST_BYTES];
 };
 struct pull_chunk {
 	uint64_t id, off, len, step;
@@ -199,7 +225,8 @@ struct pull_chunk {
 	enum gossip_values fmt;
 	const uint8_t *values;    /* gossip_values_bytes(fmt, len) of them */
 };
-void pull_req_encode(uint8_t out[PULL_REQ_SIZE], const struct pull_req *r);
+/* Returns the bytes written: PULL_REQ_SIZE, or PULL_REQ_MAX with a digest. */
+size_t pull_req_encode(uint8_t out[PULL_REQ_MAX], const struct pull_req *r);
 int pull_req_decode(const uint8_t *buf, size_t len, struct pull_req *r);
 int pull_chunk_decode(const uint8_t *buf, size_t len, struct pull_chunk *c);
 

@@ -474,6 +474,12 @@ rounds_gave_up(void *arg, const char *why)
 }
 
 void
+rounds_start_digest(struct rounds *r, const uint8_t digest[PULL_DIGEST_BYTES])
+{
+	pull_set_digest(r->pull, digest);
+}
+
+void
 rounds_agree(struct rounds *r, const char *self)
 {
 	pull_agree(r->pull, self, r->cfg->start_timeout);

@@ -29,6 +29,7 @@
 #include "gossip.h"
 #include "model.h"
 #include "proto.h"
+#include "pull.h"	/* PULL_DIGEST_BYTES */
 #include "select.h"
 #include "trainer.h"
 #include "trust.h"
@@ -77,6 +78,9 @@ int rounds_new(const struct config *cfg, struct model *m, int joining,
  * members before this peer trains (pull.h, start agreement); self is its
  * address as the members know it. Before the model has a size. */
 void rounds_agree(struct rounds *r, const char *self);
+/* The digest of the model the attached process starts from, for the
+ * agreement (pull_set_digest). */
+void rounds_start_digest(struct rounds *r, const uint8_t digest[PULL_DIGEST_BYTES]);
 /* Gossip must outlive the transport's failing of the sends in flight that
  * point into it: free after the transport is closed. */
 void rounds_free(struct rounds *r);

@@ -416,15 +416,19 @@ out:
 	return rc;
 }
 
+_Static_assert(ATTACH_DIGEST_BYTES == PULL_DIGEST_BYTES, "the attach digest is the pull's");
+
 /* The external trainer's calls (attach.h), on the loop thread. */
 static int
-server_attach_bound(void *arg, size_t n)
+server_attach_bound(void *arg, size_t n, const uint8_t *digest)
 {
 	struct daemon *d = arg;
 
 	d->cfg.shared_params = n;
 	if (d->state != PEER_JOINING)
 		return 0;
+	if (digest != NULL)
+		rounds_start_digest(d->rounds, digest);
 	rounds_members_changed(d->rounds, util_now());
 	return 1;
 }

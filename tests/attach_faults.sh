@@ -4,6 +4,8 @@
 # external and no network:
 # (a) a name longer than the daemon keeps, in multi-byte characters: status
 #     still shows the attach (it was cut inside a character and dropped);
+#     before it, digests that are not 64 hex digits are refused, naming
+#     the field, and the next attach is served;
 # (b) absurd or non-finite report numbers are refused, naming the field, and
 #     status still answers (two reports of 1e308 samples made the rate +inf:
 #     status said "internal error" until a later report);
@@ -71,6 +73,12 @@ def status():
 
 # (a)
 t1 = Conn()
+for digest in ("ab" * 31, "zz" * 32, 7, "ab" * 33):
+    r = t1.req({"cmd": "attach", "version": 1, "params": N, "dtype": "float32",
+                "digest": digest})
+    if r.get("ok") or "digest" not in r.get("error", ""):
+        sys.exit("FAIL (a): attach with digest %r answered %r" % (digest, r))
+print("ok (a): refused: %s" % r["error"])
 t1.attach("t1-x" + "\u20ac" * 30)
 st = status()
 if "attach" not in st or st["attach"].get("state") != "attached":

@@ -1,16 +1,18 @@
 #!/usr/bin/python3
 """The attach tests' probe: attaches a fresh contrib/examples/torch_cnn.py
-CNN (initialised unlike the job's) to a peer, looks at what it got, and
-detaches without training. Prints one JSON line:
-{"fresh":..., "step":..., "accuracy":..., "same":..., "mean_err":..., "mean_err_int8":...}
-("same": whether the values equal those saved by --save earlier, with
+CNN (initialised unlike the job's, or from --seed) to a peer, looks at what
+it got, and detaches without training. Prints one JSON line:
+{"fresh":..., "step":..., "accuracy":..., "digest":..., "same":..., "mean_err":...,
+"mean_err_int8":...}
+("digest": BLAKE2b-256 of the attached values, as the attach request's;
+"same": whether the values equal those saved by --save earlier, with
 --same; "mean_err": their largest distance from the mean of two saved
 ones, with --mean, and "mean_err_int8" that distance in units of the
 int8 rounding of a pull, at most 1 for a pulled average), or with
 --refused, {"refused": "<the daemon's reason>"}. Exits 1 when attach did
 not do what was expected.
 
-usage: attach_probe.py SOCKET [--save FILE] [--same FILE] [--mean FILE FILE] [--refused]
+usage: attach_probe.py SOCKET [--seed N] [--save FILE] [--same FILE] [--mean FILE FILE] [--refused]
 (PYTHONPATH must hold src/python and contrib/examples.)
 """
 import argparse
@@ -31,9 +33,10 @@ def main():
     ap.add_argument("--mean", nargs=2, metavar="FILE",
                     help="how far the attached values are from the mean of two saved ones")
     ap.add_argument("--refused", action="store_true", help="expect attach to be refused")
+    ap.add_argument("--seed", type=int, default=987654, help="the model's initialisation")
     args = ap.parse_args()
 
-    torch.manual_seed(987654)
+    torch.manual_seed(args.seed)
     model = torch_cnn.CNN()
     try:
         peer = gossipd.attach(model, socket=args.socket, name="attach_probe")
@@ -47,7 +50,8 @@ def main():
         values = torch.cat([p.detach().flatten() for p in model.parameters()])
         tx, ty = torch_cnn.load(torch_cnn.DATA, "t10k")
         acc, _ = torch_cnn.evaluate(model, tx[:2000], ty[:2000])
-        out = {"fresh": peer.fresh, "step": peer.step_count, "accuracy": acc}
+        out = {"fresh": peer.fresh, "step": peer.step_count, "accuracy": acc,
+               "digest": gossipd._digest(list(model.named_parameters()))}
     # Closed: the model has copies of its own now, still the same values.
     if not torch.equal(values, torch.cat([p.detach().flatten() for p in model.parameters()])):
         print("the values changed when the peer closed", file=sys.stderr)

@@ -6,7 +6,9 @@
 # closed, the daemons stay up and show them detached, and a process that
 # attaches again gets the job's model (fresh false, its step, its accuracy),
 # the same values each time; a joiner's process gets the donors' average
-# that its daemon pulled.
+# that its daemon pulled. One start (--start agree): processes seeded
+# alike keep their own values and the second pulls nothing (the attach
+# digest); seeded apart, the second gets the first's values.
 . "$(dirname "$0")/fleet.sh"
 fleet_need_data
 "$PYTHON" -c 'import torch' 2>/dev/null || fleet_skip "$PYTHON cannot import torch (apt-get install python3-torch)"
@@ -43,11 +45,16 @@ for p in a b; do
 	at_least "$acc" $BAR || fleet_fail "t$p: final accuracy $acc < $BAR"
 	ACC[$p]=$acc
 done
-# One start (--start agree): one process brought its model, the other got it.
+# One start (--start agree): both processes seed alike (torch_cnn.py's
+# --seed 1), so one brought its model and the other's peer, told by the
+# first that its model is the job's start, pulled nothing.
 fresh=$(cat "$FLEET_LOGS/ta.log" "$FLEET_LOGS/tb.log" | grep -c "^attached: .*, fresh, step 0$")
-job=$(cat "$FLEET_LOGS/ta.log" "$FLEET_LOGS/tb.log" | grep -c "^attached: .*, the job's model, step ")
-[ "$fresh $job" = "1 1" ] || fleet_fail "want one process fresh at step 0 and one given the \
-job's model: $(grep -h '^attached' "$FLEET_LOGS/ta.log" "$FLEET_LOGS/tb.log" | tr '\n' ' ')"
+[ "$fresh" = 2 ] || fleet_fail "want both processes fresh at step 0 (seeded alike): \
+$(grep -h '^attached' "$FLEET_LOGS/ta.log" "$FLEET_LOGS/tb.log" | tr '\n' ' ')"
+same=$(cat "$FLEET_LOGS/a.log" "$FLEET_LOGS/b.log" | grep -c "start: .* started the job from a \
+model of the same digest as this peer's process, so nothing was pulled")
+[ "$same" = 1 ] || fleet_fail "want one peer that pulled nothing: $(grep -h 'start:' \
+"$FLEET_LOGS/a.log" "$FLEET_LOGS/b.log" | tr '\n' ' ')"
 fleet_ok "both trained $STEPS steps: final accuracy ${ACC[a]} and ${ACC[b]} (>= $BAR)"
 
 for p in a b; do
@@ -115,3 +122,30 @@ fleet_ok "a process attaching again gets the job's model: $out"
 fleet_ctl a leave >/dev/null || fleet_fail "a: leave"
 fleet_wait_exit a 30 || fleet_fail "a: leave exited $?: $(fleet_tail a)"
 fleet_ok "the peers leave cleanly"
+
+# One start through the Python module, by seeds: processes seeded apart
+# get the lowest address's model (its values, by digest); seeded alike,
+# both keep their own, and the starter counts the request it answered so.
+for seeds in "5 6" "7 7"; do
+	fleet_job "d e" --trainer external
+	s=($seeds)
+	"${PROBE[@]}" "$FLEET_DIR/d.sock" --seed "${s[0]}" >"$FLEET_DIR/pd.out" 2>&1 &
+	pd=$!
+	"${PROBE[@]}" "$FLEET_DIR/e.sock" --seed "${s[1]}" >"$FLEET_DIR/pe.out" 2>&1
+	re=$?
+	wait $pd && [ $re = 0 ] || fleet_fail "a probe failed: $(cat "$FLEET_DIR"/p[de].out)"
+	low=d other=e
+	[ "127.0.0.1:${FLEET_PORT[e]}" \< "127.0.0.1:${FLEET_PORT[d]}" ] && low=e other=d
+	want=false
+	[ "${s[0]}" = "${s[1]}" ] && want=true
+	[ "$(fleet_json '"\(.fresh) \(.digest)"' <"$FLEET_DIR/p$low.out")" = \
+		"true $(fleet_json .digest <"$FLEET_DIR/p$other.out")" ] &&
+		[ "$(fleet_json .fresh <"$FLEET_DIR/p$other.out")" = $want ] ||
+		fleet_fail "seeds $seeds: want $low fresh, $other fresh $want, one model: \
+$(cat "$FLEET_DIR"/p[de].out)"
+	n=$(fleet_ctl "$low" --json stats | fleet_json .pull.same_start)
+	[ "$n" = "$([ $want = true ] && echo 1 || echo 0)" ] ||
+		fleet_fail "seeds $seeds: $low answered $n requests of $other's that it holds the start"
+	for p in d e; do fleet_stop "$p"; done
+done
+fleet_ok "seeded apart, the second process got the first's model; seeded alike, nothing was pulled"

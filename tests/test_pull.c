@@ -73,6 +73,10 @@ static char pulled_donors[512];
 /* The joiner's ops->gave_up: how often, and why the last time. */
 static int gave_up;
 static char gave_up_why[256];
+/* ops->own: how often each peer started from its own model, and why the
+ * last time. */
+static int owned[NPEER];
+static char owned_why[256];
 
 static int
 fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len,
@@ -116,6 +120,13 @@ fake_pulled(void *arg, const float *params, uint64_t step, const char *donors)
 }
 
 static void
+fake_own(void *arg, const char *why)
+{
+	owned[(struct peer *)arg - peers]++;
+	snprintf(owned_why, sizeof(owned_why), "%s", why);
+}
+
+static void
 fake_gave_up(void *arg, const char *why)
 {
 	REQUIRE(arg == &peers[0]);
@@ -128,7 +139,7 @@ fake_gave_up(void *arg, const char *why)
 static void
 setup_spec(int n, const char *model)
 {
-	struct pull_ops ops = { fake_send, fake_step, fake_pulled, NULL, fake_gave_up, NULL };
+	struct pull_ops ops = { fake_send, fake_step, fake_pulled, fake_own, fake_gave_up, NULL };
 	struct model_spec spec;
 	struct errbuf err;
 	struct rng r;
@@ -151,6 +162,7 @@ setup_spec(int n, const char *model)
 		pe->up = 1;
 	}
 	pulled = pulled_rc = gave_up = 0;
+	memset(owned, 0, sizeof(owned));
 	pulled_x = xmalloc(d * sizeof(float));
 	now = 0;
 }
@@ -293,10 +305,10 @@ mean_of(size_t off, size_t len, const int *who, int n)
 static void
 ask_req(int from, int to, const struct pull_req *r, struct pull_chunk *c)
 {
-	uint8_t buf[PULL_REQ_SIZE];
+	uint8_t buf[PULL_REQ_MAX];
+	size_t len = pull_req_encode(buf, r);
 
-	pull_req_encode(buf, r);
-	pull_recv(peers[to].p, 0, peers[from].addr, PULL_T_PULL, buf, sizeof(buf));
+	pull_recv(peers[to].p, 0, peers[from].addr, PULL_T_PULL, buf, len);
 	REQUIRE(nq == 1 && queue[0].type == PULL_T_CHUNK && queue[0].to == from);
 	REQUIRE(pull_chunk_decode(queue[0].buf, queue[0].len, c) == 0);
 }
@@ -307,7 +319,7 @@ static void
 ask_in(int from, int to, uint64_t id, uint64_t off, uint64_t len, enum gossip_values fmt,
     struct pull_chunk *c)
 {
-	struct pull_req r = { id, off, len, fmt, 0 };
+	struct pull_req r = { id, off, len, fmt, 0, 0, { 0 } };
 
 	ask_req(from, to, &r, c);
 }
@@ -396,7 +408,7 @@ test_codec_formats(void)
 	static const float tol[GOSSIP_VALUES_N] = {
 		[GOSSIP_FP32] = 0, [GOSSIP_FP16] = 0.6f / 2048, [GOSSIP_INT8] = 0.6f / 254,
 	};
-	uint8_t req[PULL_REQ_SIZE], buf[PULL_CHUNK_HEADER + 4 * 100 + 1];
+	uint8_t req[PULL_REQ_MAX], buf[PULL_CHUNK_HEADER + 4 * 100 + 1];
 	struct pull_chunk c;
 	struct pull_req r;
 	float v[100];
@@ -435,13 +447,13 @@ test_codec_formats(void)
 	queue[0].buf[36] = GOSSIP_VALUES_N;
 	CHECK(pull_chunk_decode(queue[0].buf, queue[0].len, &c) == -EBADMSG);
 	flush();
-	r = (struct pull_req){ 3, 0, 10, GOSSIP_INT8, 0 };
+	r = (struct pull_req){ 3, 0, 10, GOSSIP_INT8, 0, 0, { 0 } };
 	pull_req_encode(req, &r);
 	req[24] = GOSSIP_VALUES_N | 0x80;
-	CHECK(pull_req_decode(req, sizeof(req), &r) == -EBADMSG);
+	CHECK(pull_req_decode(req, PULL_REQ_SIZE, &r) == -EBADMSG);
 	req[24] = GOSSIP_VALUES_N;
-	CHECK(pull_req_decode(req, sizeof(req), &r) == -EBADMSG);
-	pull_recv(peers[1].p, 0, peers[0].addr, PULL_T_PULL, req, sizeof(req));
+	CHECK(pull_req_decode(req, PULL_REQ_SIZE, &r) == -EBADMSG);
+	pull_recv(peers[1].p, 0, peers[0].addr, PULL_T_PULL, req, PULL_REQ_SIZE);
 	CHECK(nq == 0);
 	o = json_object();
 	CHECK(pull_stats_json(peers[1].p, o) == 0);
@@ -598,6 +610,120 @@ test_agree_exact(void)
 	pump(0, -1);
 	CHECK(pulled == 1 && memcmp(pulled_x, peers[1].x, d * sizeof(float)) == 0);
 	teardown();
+}
+
+/* Peer i starts a job from its own model, alone, its process's digest
+ * dig (pull_set_digest). */
+static void
+start_own(int i, const uint8_t dig[PULL_DIGEST_BYTES])
+{
+	pull_agree(peers[i].p, peers[i].addr, 10);
+	pull_set_digest(peers[i].p, dig);
+	pull_members(peers[i].p, now, NULL, 0);
+	pull_members(peers[i].p, now + PULL_DONOR_WAIT, NULL, 0);
+	REQUIRE(owned[i] == 1);
+	pull_set_ready(peers[i].p, 1);
+}
+
+/* A PULL's digest travels, its flag and length go together. Asked with
+ * the digest of the model it started the job from, a donor answers
+ * -EEXIST, without values, even before it is ready; with another, or
+ * none, it serves values. */
+static void
+test_digest_codec(void)
+{
+	struct pull_req r = { 3, 0, 10, GOSSIP_FP32, 1, 1, { 0 } }, back;
+	uint8_t buf[PULL_REQ_MAX];
+	struct pull_chunk c;
+
+	setup(1);
+	memset(r.digest, 0xab, sizeof(r.digest));
+	CHECK(pull_req_encode(buf, &r) == PULL_REQ_MAX);
+	CHECK(pull_req_decode(buf, PULL_REQ_MAX, &back) == 0 && back.has_digest &&
+	    back.done_ok && back.fmt == GOSSIP_FP32 && back.id == 3 &&
+	    memcmp(back.digest, r.digest, PULL_DIGEST_BYTES) == 0);
+	CHECK(pull_req_decode(buf, PULL_REQ_SIZE, &back) == -EBADMSG);
+	r.has_digest = 0;
+	CHECK(pull_req_encode(buf, &r) == PULL_REQ_SIZE);
+	CHECK(pull_req_decode(buf, PULL_REQ_MAX, &back) == -EBADMSG);
+	/* Peer 1 started from its own, digest 0xab...: not ready yet. */
+	pull_free(peers[1].p);
+	REQUIRE(pull_new(peers[1].m, TIMEOUT, 0, &(struct pull_ops){ fake_send, fake_step,
+	    fake_pulled, fake_own, fake_gave_up, &peers[1] }, &peers[1].p) == 0);
+	start_own(1, r.digest);
+	pull_set_ready(peers[1].p, 0);
+	r.has_digest = 1;
+	ask_req(0, 1, &r, &c);
+	CHECK(c.status == -EEXIST && c.id == 3 && queue[0].len == PULL_CHUNK_HEADER);
+	flush();
+	r.digest[31] ^= 1;
+	ask_req(0, 1, &r, &c);
+	CHECK(c.status == -EAGAIN);
+	flush();
+	pull_set_ready(peers[1].p, 1);
+	ask_req(0, 1, &r, &c);
+	CHECK(c.status == 0 && c.len == 10);
+	flush();
+	CHECK(peer_stat(1, "pull", "same_start") == 1);
+	teardown();
+}
+
+/* A start agreement whose process's model is the starter's (same digest):
+ * one chunk asked of each donor, the starter answers that it is the same,
+ * and the peer starts from its own model having received at most a chunk
+ * from the other donors; it then tells a third peer the same. With a
+ * digest of another model the pull goes on, one chunk first, then the
+ * window, and brings the donors' model. */
+static void
+test_agree_same(void)
+{
+	uint8_t dig[PULL_DIGEST_BYTES], other[PULL_DIGEST_BYTES];
+	struct pull_req r = { 9, 0, 10, GOSSIP_FP32, 1, 1, { 0 } };
+	struct pull_chunk c;
+	size_t values = 0;
+
+	for (int same = 1; same >= 0; same--) {
+		setup(3);
+		memset(dig, 0x5a, sizeof(dig));
+		memset(other, 0x33, sizeof(other));
+		for (int i = 2; i <= 3; i++) {
+			memcpy(peers[i].x, peers[1].x, d * sizeof(float));
+			REQUIRE(model_restore(peers[i].m, peers[i].x, NULL) == 0);
+		}
+		pull_free(peers[1].p);
+		REQUIRE(pull_new(peers[1].m, TIMEOUT, 0, &(struct pull_ops){ fake_send,
+		    fake_step, fake_pulled, fake_own, fake_gave_up, &peers[1] },
+		    &peers[1].p) == 0);
+		start_own(1, dig);
+		pull_agree(peers[0].p, peers[0].addr, 10);
+		pull_set_digest(peers[0].p, same ? dig : other);
+		members(3);
+		CHECK(nq == 3);
+		for (int i = 0; i < nq; i++)
+			CHECK(pull_req_decode(queue[i].buf, queue[i].len, &r) == 0 &&
+			    r.has_digest && r.off == 0);
+		while (nq > 0) {
+			struct msg q = queue[0];
+
+			memmove(queue, queue + 1, (size_t)(nq - 1) * sizeof(queue[0]));
+			nq--;
+			if (q.type == PULL_T_CHUNK)
+				values += q.len - PULL_CHUNK_HEADER;
+			deliver(&q);
+		}
+		if (same) {
+			CHECK(owned[0] == 1 && pulled == 0 && strstr(owned_why, "same digest"));
+			CHECK(values <= 2 * PULL_CHUNK_FLOATS * sizeof(float));
+			memcpy(r.digest, dig, sizeof(dig));
+			ask_req(2, 0, &r, &c);
+			CHECK(c.status == -EEXIST);
+			flush();
+		} else {
+			CHECK(owned[0] == 0 && pulled == 1 &&
+			    memcmp(pulled_x, peers[1].x, d * sizeof(float)) == 0);
+		}
+		teardown();
+	}
 }
 
 /* A donor that goes down mid-pull: the others make up for it. All of them
@@ -1032,7 +1158,7 @@ test_done(void)
 	ask(0, 1, 1, 0, 8, &c);
 	CHECK(c.status == -ESTALE && c.len == 0);
 	flush();
-	ask_req(0, 1, &(struct pull_req){ 1, 0, 8, GOSSIP_FP32, 1 }, &c);
+	ask_req(0, 1, &(struct pull_req){ 1, 0, 8, GOSSIP_FP32, 1, 0, { 0 } }, &c);
 	CHECK(c.status == 0 && c.len == 8 && c.step == 11);
 	flush();
 	/* Case 0: only the done ones are live at first. */
@@ -1103,6 +1229,8 @@ static const struct check_case cases[] = {
 	{ "pull_join", test_joins },
 	{ "pull_join_int8", test_join_int8 },
 	{ "pull_agree_exact", test_agree_exact },
+	{ "pull_digest_codec", test_digest_codec },
+	{ "pull_agree_same", test_agree_same },
 	{ "pull_donor_down", test_donor_down },
 	{ "pull_deadline", test_deadline },
 	{ "pull_bad_chunks", test_bad_chunks },

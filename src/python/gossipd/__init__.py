@@ -39,7 +39,11 @@ When the daemon already holds the job's model (it resumed from a checkpoint,
 pulled it from the job's members, or an earlier process left it there),
 ``peer.fresh`` is False and attach loads those values into the model, which
 then continues from ``peer.step_count``. When it is fresh, the model's own
-initial values become the peer's.
+initial values become the peer's. attach sends a digest of those values
+(BLAKE2b-256, computed once, about a second per GB): in a fresh job, whose
+peers agree one starting model (gossipd(8), START), a process whose values
+are the very ones the job started from (every process seeded alike) is
+answered fresh and keeps them, and its peer pulls nothing.
 
 By default optimizer state is not shared: momentum and Adam's moments stay in
 this process and are not averaged. After a mix a parameter keeps its local
@@ -62,6 +66,7 @@ A Peer is not thread-safe: call it from the training loop's thread.
 """
 
 import errno
+import hashlib
 import json
 import math
 import mmap
@@ -211,6 +216,17 @@ def _momentum_buffers(model, optimizer):
             state["momentum_buffer"] = torch.zeros_like(p)
 
 
+def _digest(tensors):
+    """BLAKE2b-256 of the tensors' values as float32 in host order, laid end
+    to end as in the shared memory: what a fresh peer's vector would hold.
+    A start agreement (gossipd(8), START) skips the pull when the member
+    that started the job started from the same values."""
+    h = hashlib.blake2b(digest_size=32)
+    for _, t in tensors:
+        h.update(t.detach().cpu().contiguous().numpy())
+    return h.hexdigest()
+
+
 def _number(v):
     """V (an int, a float, a one-element tensor) as a JSON number, or None for
     a value JSON cannot carry (NaN, inf)."""
@@ -259,7 +275,8 @@ class Peer:
 
         self._conn = _Connection(socket or default_socket(job), timeout)
         try:
-            req = dict(version=PROTOCOL_VERSION, params=self.params, dtype="float32")
+            req = dict(version=PROTOCOL_VERSION, params=self.params, dtype="float32",
+                       digest=_digest(tensors))
             if name is not None:
                 req["name"] = name
             reply, fd = self._request("attach", want_fd=True, **req)
