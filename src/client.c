@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "gossipd/client.h"
 #include "gossipd/control.h"
@@ -515,9 +516,31 @@ client_map(struct gd_client *c, int fd, size_t bytes, char *err, size_t errlen)
 	return 0;
 }
 
-int
-gd_client_attach(const char *socket_path, size_t params, struct gd_client **out,
-    char *err, size_t errlen)
+/* The attach request; with init, its digest (gossipd-attach(7)). */
+static json_t *
+client_attach_req(const float *init, size_t params)
+{
+	unsigned char digest[crypto_generichash_BYTES];
+	char hex[2 * crypto_generichash_BYTES + 1];
+	json_t *req = json_pack("{s:s, s:i, s:I, s:s}", "cmd", "attach", "version",
+	    CLIENT_VERSION, "params", (json_int_t)params, "dtype", CLIENT_DTYPE);
+
+	if (req == NULL || init == NULL)
+		return req;
+	crypto_generichash(digest, sizeof(digest), (const unsigned char *)init,
+	    params * sizeof(float), NULL, 0);
+	sodium_bin2hex(hex, sizeof(hex), digest, sizeof(digest));
+	if (json_object_set_new(req, "digest", json_string(hex)) < 0) {
+		json_decref(req);
+		return NULL;
+	}
+	return req;
+}
+
+/* gd_client_attach, and with init gd_client_attach_from. */
+static int
+client_attach(const char *socket_path, const float *init, size_t params,
+    struct gd_client **out, char *err, size_t errlen)
 {
 	struct client_reply r = { 0 };
 	struct gd_client *c = NULL;
@@ -530,6 +553,8 @@ gd_client_attach(const char *socket_path, size_t params, struct gd_client **out,
 	if (params < 1 || params > CLIENT_MAX_PARAMS)
 		return client_err(err, errlen, -EINVAL, "params must be 1 to %zu, not %zu",
 		    CLIENT_MAX_PARAMS, params);
+	if (init != NULL && sodium_init() < 0)
+		return client_err(err, errlen, -EIO, "libsodium cannot be initialised");
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return client_err(err, errlen, -ENOMEM, "out of memory");
 	c->fd = -1;
@@ -547,9 +572,8 @@ gd_client_attach(const char *socket_path, size_t params, struct gd_client **out,
 	}
 	if ((rc = client_connect(c, err, errlen)) < 0)
 		goto out;
-	rc = client_request(c, json_pack("{s:s, s:i, s:I, s:s}", "cmd", "attach",
-	    "version", CLIENT_VERSION, "params", (json_int_t)params, "dtype", CLIENT_DTYPE),
-	    GD_CLIENT_ATTACH_TIMEOUT_MS, &r, NULL, err, errlen);
+	rc = client_request(c, client_attach_req(init, params), GD_CLIENT_ATTACH_TIMEOUT_MS, &r,
+	    NULL, err, errlen);
 	/* A server of another uid (root) closes on callers it does not serve. */
 	if ((rc == -ECONNRESET || rc == -EPIPE) && geteuid() != 0 && geteuid() != c->server_uid)
 		rc = client_err(err, errlen, -EACCES, "gossipd at %s closed the connection: it "
@@ -566,6 +590,8 @@ gd_client_attach(const char *socket_path, size_t params, struct gd_client **out,
 	}
 	if ((rc = client_map(c, r.fds[0], bytes, err, errlen)) < 0)
 		goto out;
+	if (init != NULL && c->fresh)
+		memcpy(c->params, init, bytes);
 	*out = c;
 	c = NULL;
 	rc = 0;
@@ -577,6 +603,22 @@ out:
 		free(c);
 	}
 	return rc;
+}
+
+int
+gd_client_attach(const char *socket_path, size_t params, struct gd_client **out,
+    char *err, size_t errlen)
+{
+	return client_attach(socket_path, NULL, params, out, err, errlen);
+}
+
+int
+gd_client_attach_from(const char *socket_path, const float *init, size_t params,
+    struct gd_client **out, char *err, size_t errlen)
+{
+	if (init == NULL)
+		return client_err(err, errlen, -EINVAL, "no initial parameters");
+	return client_attach(socket_path, init, params, out, err, errlen);
 }
 
 float *

@@ -9,6 +9,10 @@
  * line on stdout, for jq; the hash is FNV-1a over the vector's bytes, to
  * compare what one process left with what the next one finds.
  *
+ * With --from it attaches through gd_client_attach_from, its initial
+ * parameters made first (the digest travels; when fresh the library
+ * writes them).
+ *
  * Flags that make it behave badly on purpose:
  *   --hold S       after its steps, S seconds without a step request
  *   --close-early  unmaps the memory right after attaching, steps anyway
@@ -57,6 +61,7 @@ struct ac_opts {
 	int write_past;
 	int status;
 	int leave;
+	int from;
 };
 
 /* The JSON string of s, quoted, into out. */
@@ -413,7 +418,7 @@ ac_usage(FILE *f)
 {
 	fprintf(f, "Usage: attach_client -s SOCKET [--params N] [--steps K] [--sleep-ms MS]\n"
 	    "       [--seed S] [--timeout-ms MS] [--hold S] [--close-early] [--write-past]\n"
-	    "       [--status] [--leave]\n");
+	    "       [--status] [--leave] [--from]\n");
 }
 
 static int
@@ -431,6 +436,7 @@ ac_parse(int argc, char **argv, struct ac_opts *o)
 		{ "write-past", no_argument, NULL, 'W' },
 		{ "status", no_argument, NULL, 'S' },
 		{ "leave", no_argument, NULL, 'L' },
+		{ "from", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -450,6 +456,7 @@ ac_parse(int argc, char **argv, struct ac_opts *o)
 		case 'W': o->write_past = 1; break;
 		case 'S': o->status = 1; break;
 		case 'L': o->leave = 1; break;
+		case 'F': o->from = 1; break;
 		case 'h': ac_usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -457,6 +464,33 @@ ac_parse(int argc, char **argv, struct ac_opts *o)
 	if (optind != argc || o->steps < 0 || o->sleep_ms < 0 || o->hold_s < 0)
 		return -1;
 	return 0;
+}
+
+/* Each seed its own initial model, as processes seeding themselves have. */
+static void
+ac_init(float *w, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		w[i] = (float)(0.1 * cos((double)i + 0.5 * (double)seed));
+}
+
+/* Attach as o asks: with --from, initial parameters made first. */
+static int
+ac_attach(const struct ac_opts *o, struct gd_client **c, char *err, size_t errlen)
+{
+	float *init;
+	int rc;
+
+	if (!o->from)
+		return gd_client_attach(o->socket, o->params, c, err, errlen);
+	if ((init = calloc(o->params, sizeof(*init))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ac_init(init, o->params, o->seed);
+	rc = gd_client_attach_from(o->socket, init, o->params, c, err, errlen);
+	free(init);
+	return rc;
 }
 
 int
@@ -480,7 +514,7 @@ main(int argc, char **argv)
 	}
 	if (o.write_past)
 		return ac_write_past(&o);
-	if ((rc = gd_client_attach(o.socket, o.params, &c, err, sizeof(err))) < 0) {
+	if ((rc = ac_attach(&o, &c, err, sizeof(err))) < 0) {
 		ac_fail("attach", rc, err);
 		printf("{\"event\":\"detached\",\"fds_left\":%d}\n", ac_fd_scan(0, &cloexec));
 		return 1;
@@ -503,11 +537,8 @@ main(int argc, char **argv)
 			return ac_fail("munmap", -errno, strerror(errno));
 		mapped = 0;
 		printf("{\"event\":\"unmapped\"}\n");
-	} else if (gd_client_fresh(c)) {
-		/* Each seed its own initial model, as processes seeding
-		 * themselves have. */
-		for (size_t i = 0; i < n; i++)
-			w[i] = (float)(0.1 * cos((double)i + 0.5 * (double)o.seed));
+	} else if (gd_client_fresh(c) && !o.from) {
+		ac_init(w, n, o.seed);
 	}
 	if ((g = calloc(n, sizeof(*g))) == NULL)
 		return ac_fail("calloc", -ENOMEM, "out of memory");

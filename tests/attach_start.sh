@@ -8,7 +8,9 @@
 # for bit. With --start own every process keeps its own. A peer that came
 # first, alone, starts from its own, and a later peer on a lower address
 # gets that model. A peer whose lowest member never has a process starts
-# from its own once start_timeout has passed, and not before. (A source that
+# from its own once start_timeout has passed, and not before. Processes
+# seeded alike that attach with gd_client_attach_from are all fresh, and
+# only the lowest's peer is asked: nothing is pulled. (A source that
 # goes down mid-agreement: test_rounds's rounds_agree_source_down.)
 . "$(dirname "$0")/fleet.sh"
 CLIENT=$FLEET_BUILD/tests/attach_client
@@ -104,3 +106,25 @@ took=$((($(fleet_now) - t0) / 1000))
 grep -q "start: the deadline (start_timeout) passed" "$FLEET_LOGS/$other.log" ||
 	fleet_fail "$other did not log the deadline: $(fleet_tail $other)"
 fleet_ok "with no process on $low, $other started from its own after $took ms (start_timeout 2 s)"
+
+# --- gd_client_attach_from, seeded alike: nobody pulls ---
+fleet_job "s t u" --trainer external
+for n in s t u; do
+	fleet_start "c$n" timeout 120 "$CLIENT" -s "$FLEET_DIR/$n.sock" --params $N --steps 0 \
+		--seed 9 --from
+done
+for n in s t u; do
+	fleet_wait_exit "c$n" 120 || fleet_fail "client on $n exited $?: $(fleet_tail "c$n")"
+done
+low=$(lowest s t u)
+src=$(attached "c$low" .hash)
+for n in s t u; do
+	[ "$(attached "c$n" '"\(.fresh) \(.hash)"')" = "true $src" ] ||
+		fleet_fail "$n: want fresh with the seed's model $src: $(attached "c$n" . -c)"
+	[ "$n" = "$low" ] || grep -q "start: .* same digest as this peer's process, so nothing \
+was pulled" "$FLEET_LOGS/$n.log" || fleet_fail "$n pulled: $(fleet_tail "$n")"
+done
+n=$(fleet_ctl "$low" --json stats | fleet_json .pull.same_start)
+[ "$n" = 2 ] || fleet_fail "$low answered $n requests that the asker holds the start, want 2"
+fleet_ok "three processes seeded alike (gd_client_attach_from): all fresh with one model, \
+$low answered the other two that they hold it, nothing pulled"

@@ -6,7 +6,8 @@
  * memory (params float32 values in host byte order), trains on it, and
  * tells the peer at every optimizer step boundary, where the peer applies
  * the mixes its partners sent. Link with `pkg-config --libs gossipd`
- * (-lgossipd); the library needs only libc and jansson.
+ * (-lgossipd); the library needs only libc, jansson and libsodium (the
+ * digest of gd_client_attach_from).
  *
  * A session:
  *
@@ -105,6 +106,15 @@ struct gd_client_report {
  */
 int gd_client_attach(const char *socket_path, size_t params, struct gd_client **out,
     char *err, size_t errlen);
+
+/* gd_client_attach for a caller whose initial parameters exist before it
+ * attaches (init, params floats): when gd_client_fresh(), the library
+ * has written them into the vector. The request carries their digest
+ * (BLAKE2b-256), so that in a fresh job (gossipd(8), START) a process
+ * whose values are those the job started from (every process seeded
+ * alike) keeps them and its peer pulls nothing. */
+int gd_client_attach_from(const char *socket_path, const float *init, size_t params,
+    struct gd_client **out, char *err, size_t errlen);
 
 /* The shared vector: gd_client_nparams(c) floats, valid until
  * gd_client_detach. */
