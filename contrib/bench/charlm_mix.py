@@ -9,6 +9,9 @@ initial model, mixed exactly after every EVERY steps:
          the models would give (with --outer-lr x: the mean of the moves
          since the last mix, times x, from there: DiLoCo's outer step
          without momentum; 1 is the plain mean)
+  ddp    no mixing: one model takes the mean of the PEERS shards'
+         gradients each step, as PyTorch DDP does (the reference at any
+         step count, without charlm.sh's processes)
   pairs  the peers are paired at random and each pair averages, on a
          random --density share of the coordinates (1: the whole model);
          one such round every EVERY steps is about gossipd's exchanges
@@ -21,7 +24,8 @@ DDP figures at equal steps (the same model, data and schedule).
     charlm_mix.py --mix all --every 1 [training options as charlm.sh's]
 
 Measured on this 2-core machine with charlm.sh's settings (400 steps,
-context 64, width 256, seed 1), validation loss at step 400: DDP 1.939;
+context 64, width 256, seed 1), validation loss at step 400: DDP 1.939
+(--mix ddp here: 1.9394);
 all every step 1.992 (1.027x), with --outer-lr 1.5 1.962 (1.011x); pairs
 every step, whole model 2.008 (1.035x); pairs on 4% of the coordinates
 every 2 steps 2.195 (1.132x), where gossipd's 4 peers (charlm.sh: saps,
@@ -72,6 +76,28 @@ def mix_pairs(peers, density, rng, gen):
                 q.copy_(mean)
 
 
+def local_step(m, opt, shard, data_seed, a, step):
+    """One AdamW step of one peer on its own batch."""
+    for g in opt.param_groups:
+        g["lr"] = lm.lr_at(a, step)
+    opt.zero_grad()
+    lm.lm_loss(m, lm.batch_at(shard, a, data_seed, step)).backward()
+    torch.nn.utils.clip_grad_norm_(m.parameters(), a.clip)
+    opt.step()
+
+
+def ddp_step(m, opt, shards, a, step):
+    """One step on the mean of every shard's gradient (each shard's batch
+    drawn as its peer's would be), as DDP's all-reduce gives."""
+    for g in opt.param_groups:
+        g["lr"] = lm.lr_at(a, step)
+    opt.zero_grad()
+    for i, shard in enumerate(shards):
+        (lm.lm_loss(m, lm.batch_at(shard, a, 1000 * i + a.seed, step)) / len(shards)).backward()
+    torch.nn.utils.clip_grad_norm_(m.parameters(), a.clip)
+    opt.step()
+
+
 @torch.no_grad()
 def mean_model(peers):
     m = copy.deepcopy(peers[0])
@@ -85,7 +111,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     lm.add_training_args(ap)
     ap.add_argument("--peers", type=int, default=4)
-    ap.add_argument("--mix", choices=("all", "pairs"), default="all")
+    ap.add_argument("--mix", choices=("all", "pairs", "ddp"), default="all")
     ap.add_argument("--every", type=int, default=1, metavar="STEPS", help="steps between mixes")
     ap.add_argument("--density", type=float, default=1.0, help="pairs: share of coordinates mixed")
     ap.add_argument("--outer-lr", type=float, default=1.0, help="all: the outer step's rate")
@@ -97,25 +123,23 @@ def main():
     vx = lm.val_windows(val, a)
     torch.manual_seed(a.seed)
     start = lm.CharLM(len(vocab), a.width, a.layers, a.heads, a.context)
-    peers = [copy.deepcopy(start) for _ in range(a.peers)]
+    peers = [copy.deepcopy(start) for _ in range(1 if a.mix == "ddp" else a.peers)]
     opts = [lm.make_optimizer(a, m) for m in peers]
     shards = [train[slice(*lm.shard_range(len(train), i, a.peers))] for i in range(a.peers)]
     anchor = [p.detach().clone() for p in start.parameters()]
     rng, gen = random.Random(a.seed), torch.Generator().manual_seed(a.seed)
     for step in range(a.steps):
-        for i, (m, opt) in enumerate(zip(peers, opts)):
-            for g in opt.param_groups:
-                g["lr"] = lm.lr_at(a, step)
-            loss = lm.lm_loss(m, lm.batch_at(shards[i], a, 1000 * i + a.seed, step))
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(m.parameters(), a.clip)
-            opt.step()
-        if (step + 1) % a.every == 0:
-            if a.mix == "all":
-                mix_all(peers, anchor, a.outer_lr)
-            else:
-                mix_pairs(peers, a.density, rng, gen)
+        if a.mix == "ddp":
+            ddp_step(peers[0], opts[0], shards, a, step)
+            mix_now = False
+        else:
+            for i, (m, opt) in enumerate(zip(peers, opts)):
+                local_step(m, opt, shards[i], 1000 * i + a.seed, a, step)
+            mix_now = (step + 1) % a.every == 0
+        if mix_now and a.mix == "all":
+            mix_all(peers, anchor, a.outer_lr)
+        elif mix_now:
+            mix_pairs(peers, a.density, rng, gen)
         if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
             print("step %d val_loss peer0 %.4f mean %.4f" % (
                 step + 1, lm.evaluate(peers[0], vx, a.batch),
