@@ -23,13 +23,13 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#include <sodium.h>
+
 #include "attach.h"
 #include "attach_report.h"
 #include "ckpt.h"
 #include "gossip_mode.h"
 #include "log.h"
-
-#include <sodium.h>
 
 #define ATTACH_VERSION 1
 #define ATTACH_MAX_PARAMS 2147483647.0

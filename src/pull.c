@@ -22,8 +22,9 @@
  * an agreement's asker then waits out a chunk's deadline for it, and the
  * other donors answer.
  *
- * A donor that started the job from the model of the PULL's digest
- * answers -EEXIST, without values (pull.h), before anything else: it
+ * A donor that started the job from the model of the PULL's digest, and
+ * has not reached PULL_SAME_STEPS, answers -EEXIST, without values
+ * (pull.h), before anything else: it
  * holds no model to serve while its own process's first step is pending,
  * but knows what the job starts from.
  *
@@ -372,7 +373,7 @@ pull_serve(struct pull *p, const char *from, const uint8_t *buf, size_t len)
 		p->malformed++;
 		return;
 	}
-	if (r.has_digest && p->has_start &&
+	if (r.has_digest && p->has_start && p->ops.step(p->ops.arg) < PULL_SAME_STEPS &&
 	    sodium_memcmp(r.digest, p->start, PULL_DIGEST_BYTES) == 0) {
 		p->same++;
 		pull_serve_error(p, from, &r, -EEXIST);

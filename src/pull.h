@@ -69,6 +69,12 @@
  * that started the job from a model of that digest (its own process's,
  * or one it skipped to the same way) answers -EEXIST without values, and
  * the asker starts from its own model: the same parameters, none sent.
+ * It answers so only before its step PULL_SAME_STEPS: past it the job
+ * has learnt something, and a peer that comes that late (a process
+ * restarted without a checkpoint, with the seed of the first) must pull
+ * the model the job holds, not start again from the job's first one.
+ * A skipper starts that many steps behind the member at most; a process
+ * of a small fast model may attach later than that, and then pulls.
  * Until its first chunk is settled such an asker keeps one chunk in
  * flight, not PULL_WINDOW, so that the answer costs at most a chunk from
  * each other donor. A member that pulled its start knows no digest (it
@@ -137,6 +143,9 @@ extern const struct proto pull_proto;
  * process starts from (BLAKE2b-256 of its float32 values: see top). */
 #define PULL_DIGEST_BYTES	32
 #define PULL_REQ_MAX		(PULL_REQ_SIZE + PULL_DIGEST_BYTES)
+/* A member answers that the asker holds the job's start only before this
+ * step of its own (see top). */
+#define PULL_SAME_STEPS		100
 #define PULL_CHUNK_HEADER	40
 
 struct pull_ops {

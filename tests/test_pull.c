@@ -100,10 +100,13 @@ fake_send(void *arg, const char *addr, uint8_t type, const void *buf, size_t len
 	return 0;
 }
 
+/* Added to every peer's step. */
+static uint64_t step_base;
+
 static uint64_t
 fake_step(void *arg)
 {
-	return 10 + (uint64_t)((struct peer *)arg - peers);
+	return step_base + 10 + (uint64_t)((struct peer *)arg - peers);
 }
 
 static int
@@ -627,8 +630,9 @@ start_own(int i, const uint8_t dig[PULL_DIGEST_BYTES])
 
 /* A PULL's digest travels, its flag and length go together. Asked with
  * the digest of the model it started the job from, a donor answers
- * -EEXIST, without values, even before it is ready; with another, or
- * none, it serves values. */
+ * -EEXIST, without values, even before it is ready, and until its step
+ * PULL_SAME_STEPS; with another, or none, or from that step, it serves
+ * values. */
 static void
 test_digest_codec(void)
 {
@@ -664,7 +668,18 @@ test_digest_codec(void)
 	ask_req(0, 1, &r, &c);
 	CHECK(c.status == 0 && c.len == 10);
 	flush();
-	CHECK(peer_stat(1, "pull", "same_start") == 1);
+	/* At step PULL_SAME_STEPS the job's model is no longer its start. */
+	r.digest[31] ^= 1;
+	step_base = PULL_SAME_STEPS - 11;
+	ask_req(0, 1, &r, &c);
+	CHECK(c.status == 0 && c.len == 10);
+	flush();
+	step_base = PULL_SAME_STEPS - 12;
+	ask_req(0, 1, &r, &c);
+	CHECK(c.status == -EEXIST);
+	flush();
+	step_base = 0;
+	CHECK(peer_stat(1, "pull", "same_start") == 2);
 	teardown();
 }
 

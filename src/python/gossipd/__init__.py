@@ -43,7 +43,8 @@ initial values become the peer's. attach sends a digest of those values
 (BLAKE2b-256, computed once, about a second per GB): in a fresh job, whose
 peers agree one starting model (gossipd(8), START), a process whose values
 are the very ones the job started from (every process seeded alike) is
-answered fresh and keeps them, and its peer pulls nothing.
+answered fresh and keeps them, and its peer pulls nothing (while the
+member that started the job is within its first 100 steps).
 
 By default optimizer state is not shared: momentum and Adam's moments stay in
 this process and are not averaged. After a mix a parameter keeps its local
