@@ -12,6 +12,12 @@ initial model, mixed exactly after every EVERY steps:
   ddp    no mixing: one model takes the mean of the PEERS shards'
          gradients each step, as PyTorch DDP does (the reference at any
          step count, without charlm.sh's processes)
+  sparse SparseLoCo's rule, without quantisation: every EVERY steps each
+         peer adds its move since the last mix to an error-feedback
+         residual, sends the --density share of largest magnitude
+         (per tensor) to all, keeps the rest, and every peer moves to the
+         anchor plus --outer-lr times the mean of what was sent: the peers
+         stay one model; each sends its share to PEERS - 1 others
   pairs  the peers are paired at random and each pair averages, on a
          random --density share of the coordinates (1: the whole model);
          one such round every EVERY steps is about gossipd's exchanges
@@ -30,8 +36,11 @@ all every step 1.992 (1.027x), with --outer-lr 1.5 1.962 (1.011x); pairs
 every step, whole model 2.008 (1.035x); pairs on 4% of the coordinates
 every 2 steps 2.195 (1.132x), where gossipd's 4 peers (charlm.sh: saps,
 density 0.04, int8, every 4 steps) ended at 2.204-2.212; every step 2.155
-(1.111x); on 25% every 2 steps 2.076 (1.070x). Peer 0's figures; one run
-each.
+(1.111x); on 25% every 2 steps 2.076 (1.070x). sparse: every 4 steps on
+2% 2.107 (1.086x), every 2 on 4% 2.034 (1.049x), with --outer-lr 1.5 2.015
+(1.039x), every step on 2% 2.111 (1.089x). 800 steps (the schedule stretched):
+ddp 1.7552, pairs on 4% every 2 steps 1.9702 (1.122x). Peer 0's figures;
+one run each.
 """
 import argparse
 import copy
@@ -53,6 +62,26 @@ def mix_all(peers, anchor, outer_lr):
     for k, ps in enumerate(zip(*[list(m.parameters()) for m in peers])):
         mean = sum(ps) / len(ps)
         anchor[k].add_(outer_lr * (mean - anchor[k]))
+        for p in ps:
+            p.copy_(anchor[k])
+
+
+@torch.no_grad()
+def mix_sparse(peers, anchor, residual, density, outer_lr):
+    """Top-k of each peer's residual plus move, averaged, from the anchor."""
+    for k, ps in enumerate(zip(*[list(m.parameters()) for m in peers])):
+        sent = torch.zeros_like(anchor[k])
+        for i, p in enumerate(ps):
+            e = residual[i][k]
+            e.add_(p - anchor[k])
+            n = max(1, int(density * e.numel()))
+            idx = e.abs().flatten().topk(n).indices
+            share = torch.zeros_like(e).flatten()
+            share[idx] = e.flatten()[idx]
+            share = share.view_as(e)
+            e.sub_(share)
+            sent.add_(share)
+        anchor[k].add_(outer_lr * sent / len(ps))
         for p in ps:
             p.copy_(anchor[k])
 
@@ -111,10 +140,12 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     lm.add_training_args(ap)
     ap.add_argument("--peers", type=int, default=4)
-    ap.add_argument("--mix", choices=("all", "pairs", "ddp"), default="all")
+    ap.add_argument("--mix", choices=("all", "pairs", "ddp", "sparse"), default="all")
     ap.add_argument("--every", type=int, default=1, metavar="STEPS", help="steps between mixes")
-    ap.add_argument("--density", type=float, default=1.0, help="pairs: share of coordinates mixed")
-    ap.add_argument("--outer-lr", type=float, default=1.0, help="all: the outer step's rate")
+    ap.add_argument("--density", type=float, default=1.0,
+                    help="pairs, sparse: share of coordinates mixed")
+    ap.add_argument("--outer-lr", type=float, default=1.0,
+                    help="all, sparse: the outer step's rate")
     a = ap.parse_args()
     if a.peers < 2 or a.every < 1 or not 0 < a.density <= 1 or a.outer_lr <= 0:
         ap.error("want --peers >= 2, --every >= 1, 0 < --density <= 1, --outer-lr > 0")
@@ -128,6 +159,7 @@ def main():
     shards = [train[slice(*lm.shard_range(len(train), i, a.peers))] for i in range(a.peers)]
     anchor = [p.detach().clone() for p in start.parameters()]
     rng, gen = random.Random(a.seed), torch.Generator().manual_seed(a.seed)
+    residual = [[torch.zeros_like(p) for p in anchor] for _ in peers]
     for step in range(a.steps):
         if a.mix == "ddp":
             ddp_step(peers[0], opts[0], shards, a, step)
@@ -138,6 +170,8 @@ def main():
             mix_now = (step + 1) % a.every == 0
         if mix_now and a.mix == "all":
             mix_all(peers, anchor, a.outer_lr)
+        elif mix_now and a.mix == "sparse":
+            mix_sparse(peers, anchor, residual, a.density, a.outer_lr)
         elif mix_now:
             mix_pairs(peers, a.density, rng, gen)
         if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
