@@ -18,7 +18,11 @@
  * its format's, or whose format is unknown, is malformed. A joiner
  * that knows no live member says so after a second and gives up after its
  * wait, unless a member appears first. Donors whose training is over
- * are dropped while members still training are left to pull from.
+ * are dropped while members still training are left to pull from. A
+ * start agreement's requests carry its process's digest, and a member
+ * that started the job from that model, before its step
+ * PULL_SAME_STEPS, answers so without values: the peer starts from its
+ * own, having asked one chunk.
  */
 #include <errno.h>
 #include <math.h>
