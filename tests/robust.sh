@@ -18,6 +18,10 @@
 # The healthy peers rarely choose p3 of their own: its exchanges measure
 # slow, and adaptive selection leaves a slow link out but every
 # stale_after seconds, 10 by default, longer than the ~5 s of training.
+# Every peer trains at most 150 steps a second (--max-step-rate), so that
+# training lasts ~5 s however fast the machine: on an idle fast one the
+# 702 steps took 1.5 s, too few exchanges with p3 for suspicion, and no
+# healthy peer suspected it in 1 of 3 runs.
 # They met it mostly when p3 asked, which it stops once it suspects them
 # in turn (their values lie far from its zeroed ones), and a healthy peer
 # that got fewer than the three bad slices suspicion takes before its
@@ -35,7 +39,7 @@ addrs=()
 faulty() {
 	GOSSIPD=$FAULTY fleet_gossipd p3 --listen "${addrs[3]}" --key-file "$FLEET_DIR/key" \
 		"$@" --shard 3/4 --epochs 3 --eval-samples 500 --linger yes --seed "$seed" \
-		--fault scale:0
+		--max-step-rate 150 --fault scale:0
 }
 job() {
 	local i peers
@@ -48,7 +52,7 @@ job() {
 	for i in 0 1 2; do
 		fleet_gossipd "p$i" --listen "${addrs[i]}" --key-file "$FLEET_DIR/key" \
 			--peers "$peers" --shard "$i/4" --epochs 3 --eval-samples 2000 \
-			--linger yes --seed "$seed" --stale-after 1
+			--linger yes --seed "$seed" --stale-after 1 --max-step-rate 150
 	done
 	faulty --peers "$peers"
 	for i in 0 1 2 3; do fleet_wait_up "p$i" || return; done
