@@ -36,12 +36,12 @@
  * a checkpoint asked meanwhile fails with the reason. */
 #define ATTACH_BOUNDARY_WAIT_MS 10000
 
-/* Calls into the daemon, all on the loop thread. */
 /* An attach request's digest of the process's starting model: BLAKE2b-256
  * of its parameters as float32 (gossipd-attach(7)), for the start
  * agreement (pull.h). */
 #define ATTACH_DIGEST_BYTES 32
 
+/* Calls into the daemon, all on the loop thread. */
 struct attach_hooks {
 	void (*notify)(void *arg);                /* progress or state changed */
 	/* The vector now exists with d values (first attach): a joiner may

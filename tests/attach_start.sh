@@ -9,8 +9,9 @@
 # first, alone, starts from its own, and a later peer on a lower address
 # gets that model. A peer whose lowest member never has a process starts
 # from its own once start_timeout has passed, and not before. Processes
-# seeded alike that attach with gd_client_attach_from are all fresh, and
-# only the lowest's peer is asked: nothing is pulled. (A source that
+# seeded alike that attach with gd_client_attach_from are all fresh with
+# one model, and the lowest's peer tells the other two so: nothing is
+# pulled. (A source that
 # goes down mid-agreement: test_rounds's rounds_agree_source_down.)
 . "$(dirname "$0")/fleet.sh"
 CLIENT=$FLEET_BUILD/tests/attach_client
