@@ -94,6 +94,9 @@ def main():
             "inline": "%d" % worst("msgs_over_inline"),
             "burst": "-" if v[0]["start"] == "warm"
                      else "%.1f" % (worst("start_busiest_bytes") / 1e6),
+            "start": "-" if v[0]["start"] == "warm"
+                     else "%.0f (%.0f)" % (mean("start_bytes_per_peer") / 1e3,
+                                           mean("settle_bytes_per_peer_s")),
             "sim": "%.0f" % mean("sim_s"),
             "cpu": "%.1f" % mean("cpu_s"),
             "wall": "%.1f" % mean("wall_s"),
@@ -113,11 +116,12 @@ def main():
               "| %(full)s | %(fsusp)s | %(fdead)s |" % r)
     print("\n| peers | steady B/peer/s | of it SYNC | with frame headers | msgs/peer/s "
           "| largest message B | / max_message_size | over inline frame "
-          "| busiest peer's MB sent during the start |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| busiest peer's MB sent during the start "
+          "| kB a peer sent until agreement (B/peer/s in the 30 s after) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| %(n)d | %(bps)s | %(sync)s | %(frames)s | %(mps)s | %(max)s | %(share)s "
-              "| %(inline)s | %(burst)s |" % r)
+              "| %(inline)s | %(burst)s | %(start)s |" % r)
     print("\n| peers | simulated s | CPU s | wall s | max RSS MiB | CPU us per peer per simulated s |")
     print("|---|---|---|---|---|---|")
     for r in rows:

@@ -645,9 +645,21 @@ sim_print_summary(const char *what, const char *name, size_t off)
 	printf("%s_%s_max_s %.3f\n", what, name, open || n == 0 ? -1.0 : v[n - 1]);
 }
 
+static uint64_t
+sim_tally_bytes(const struct sim_tally *t)
+{
+	uint64_t b = 0;
+
+	for (int i = 0; i < SIM_NTYPES; i++)
+		b += t->bytes[i];
+	return b;
+}
+
+/* ta: at agreement, t0: after the settle, t1: after the steady state. */
 static void
-sim_print(double agreed, double steady_from, const struct sim_tally *t0,
-    const struct sim_tally *t1, unsigned steady_peers, double wall0)
+sim_print(double agreed, double steady_from, const struct sim_tally *ta,
+    const struct sim_tally *t0, const struct sim_tally *t1, unsigned steady_peers,
+    double wall0)
 {
 	static const char *const names[SIM_NTYPES] = { "ping", "ack", "ping_req", "sync",
 		"gossip" };
@@ -666,6 +678,11 @@ sim_print(double agreed, double steady_from, const struct sim_tally *t0,
 			busiest = k;
 	printf("start_busiest_peer %d\nstart_busiest_bytes %llu\n", busiest,
 	    (unsigned long long)nodes[busiest].sent);
+	/* What the start cost a peer, and what it still sent while the job
+	 * settled: news of the start not yet spread. */
+	printf("start_bytes_per_peer %.0f\nsettle_bytes_per_peer_s %.1f\n",
+	    (double)sim_tally_bytes(ta) / opt.n,
+	    (double)(sim_tally_bytes(t0) - sim_tally_bytes(ta)) / (SIM_SETTLE * steady_peers));
 	for (int i = 0; i < nwatches; i++) {
 		const struct sim_watch *w = &watches[i];
 
@@ -749,7 +766,7 @@ sim_joiners_until(double end, int stop)
 static int
 sim_scenario(void)
 {
-	struct sim_tally t0, t1;
+	struct sim_tally ta, t0, t1;
 	struct timespec ts;
 	double *starts = NULL, agreed = -1, steady_from, wall0;
 	unsigned steady_peers;
@@ -787,6 +804,7 @@ sim_scenario(void)
 		}
 	}
 settle:
+	ta = tally;
 	false_from = now;
 	sim_run_until(now + SIM_SETTLE);
 	steady_from = now;
@@ -817,7 +835,7 @@ settle:
 		w->live = nup;
 	}
 	sim_joiners_until(now + SIM_JOIN_MAX, 1);
-	sim_print(agreed, steady_from, &t0, &t1, steady_peers, wall0);
+	sim_print(agreed, steady_from, &ta, &t0, &t1, steady_peers, wall0);
 	rc = 0;
 out:
 	free(starts);
