@@ -41,7 +41,7 @@
 #   BUILD [this tree]  PYTHON [/usr/bin/python3]  PEERS [4]  STEPS [400]
 #   EVAL_EVERY [50]  EVAL_BATCHES [8]  BATCH [16] windows per step and worker
 #   CONTEXT [64]  WIDTH [256]  LAYERS [4]  HEADS [4]  LR [2e-3]  MIN_LR [2e-4]
-#   WARMUP [40] steps  SEED [1]  MODE [saps]  DENSITY [0.04]
+#   WARMUP [40] steps  SEED [1]  MODE [delta]  DENSITY [0.04] (gossipd's defaults)
 #   GOSSIPD_OPTS [] more gossipd options  LOSS_TOL [0.02]  BYTES_RATIO [100]
 #   RUN_LIMIT [1200] s before a system's run is killed and counted as failed
 # The defaults (3.2 M parameters, 400 steps) take about 6 to 8 minutes per
@@ -75,7 +75,7 @@ build=${BUILD:-$top}
 python=${PYTHON:-/usr/bin/python3}
 npeers=${PEERS:-4}
 seed=${SEED:-1}
-mode=${MODE:-saps}
+mode=${MODE:-delta}
 density=${DENSITY:-0.04}
 extra=${GOSSIPD_OPTS:-}
 loss_tol=${LOSS_TOL:-0.02}

@@ -7,21 +7,29 @@ initial model, mixed exactly after every EVERY steps:
 
   all    every peer takes the mean of all of them, as an all-reduce of
          the models would give (with --outer-lr x: the mean of the moves
-         since the last mix, times x, from there: DiLoCo's outer step
-         without momentum; 1 is the plain mean)
+         since the last mix, times x, from there: DiLoCo's outer step;
+         1 is the plain mean; --outer-momentum makes it Nesterov's)
   ddp    no mixing: one model takes the mean of the PEERS shards'
          gradients each step, as PyTorch DDP does (the reference at any
          step count, without charlm.sh's processes)
-  sparse SparseLoCo's rule, without quantisation: every EVERY steps each
-         peer adds its move since the last mix to an error-feedback
-         residual, sends the --density share of largest magnitude
-         (per tensor) to all, keeps the rest, and every peer moves to the
-         anchor plus --outer-lr times the mean of what was sent: the peers
-         stay one model; each sends its share to PEERS - 1 others
+  sparse SparseLoCo's rule: every EVERY steps each peer adds its move
+         since the last mix to an error-feedback residual, sends the
+         --density share of largest magnitude (per tensor; --values int8
+         rounds it as gossipd's int8 values are) to all, keeps the rest,
+         and moves to its anchor plus --outer-lr times the mean of the
+         shares: the peers stay one model; each sends its share to
+         PEERS - 1 others. With --stale S the others' shares arrive S
+         mixes late (its own at once), as they would without a barrier
   pairs  the peers are paired at random and each pair averages, on a
-         random --density share of the coordinates (1: the whole model);
-         one such round every EVERY steps is about gossipd's exchanges
-         every 2 EVERY steps (each peer starts one and serves about one)
+         random --density share of the coordinates (1: the whole model),
+         as gossipd's mode saps does; one such round every EVERY steps is
+         about gossipd's exchanges every 2 EVERY steps (each peer starts
+         one and serves about one). With --outer-lr or --outer-momentum
+         each peer then takes its own outer step, as gossipd's does
+  delta  as pairs, but in each pair one side (at random) picks the
+         --density share of the whole model whose drift from its anchor
+         is largest, and both average and anchor there: gossipd's mode
+         delta (src/drift.h); the outer step as for pairs
 
 It prints the validation loss of peer 0 and of the peers' mean model every
 --eval-every steps, on charlm.sh's windows, for setting beside charlm.sh's
@@ -29,18 +37,34 @@ DDP figures at equal steps (the same model, data and schedule).
 
     charlm_mix.py --mix all --every 1 [training options as charlm.sh's]
 
+Bytes per peer against DDP's ring all-reduce (4 peers: 1.5 times the
+model a step in fp32), at int8 with one byte of index gap per value:
+sparse about EVERY / DENSITY times fewer, pairs (saps) about
+6 EVERY / DENSITY, delta about 4 EVERY / DENSITY.
+
 Measured on this 2-core machine with charlm.sh's settings (400 steps,
-context 64, width 256, seed 1), validation loss at step 400: DDP 1.939
-(--mix ddp here: 1.9394);
-all every step 1.992 (1.027x), with --outer-lr 1.5 1.962 (1.011x); pairs
-every step, whole model 2.008 (1.035x); pairs on 4% of the coordinates
-every 2 steps 2.195 (1.132x), where gossipd's 4 peers (charlm.sh: saps,
-density 0.04, int8, every 4 steps) ended at 2.204-2.212; every step 2.155
-(1.111x); on 25% every 2 steps 2.076 (1.070x). sparse: every 4 steps on
-2% 2.107 (1.086x), every 2 on 4% 2.034 (1.049x), with --outer-lr 1.5 2.015
-(1.039x), every step on 2% 2.111 (1.089x). 800 steps (the schedule stretched):
-ddp 1.7552, pairs on 4% every 2 steps 1.9702 (1.122x). Peer 0's figures;
-one run each.
+context 64, width 256, seed 1), validation loss at step 400, peer 0, one
+run each: DDP 1.939 (--mix ddp here: 1.9394).
+- all every step 1.992 (1.027x); --outer-lr 1.5 1.962 (1.011x); 2.0
+  1.9425 (1.002x).
+- pairs every step, whole model 2.008 (1.035x); on 4% every 2 steps 2.195
+  (1.132x, where gossipd's 4 peers in saps at 4% ended at 2.198-2.212);
+  every step 2.155 (1.111x); on 25% every 2 steps 2.076 (1.070x); on 4%
+  every 2 steps with each peer's own outer step 1.5: 2.244, worse.
+- delta every 2 steps on 4% 2.136 (1.101x, ~200x fewer bytes); on 8%
+  2.100 (1.083x, ~100x); every 4 on 16% 2.104 (1.085x, ~100x).
+- sparse every 4 steps on 2% 2.107 (1.086x, ~200x); every 2 on 4%
+  2.034 (1.049x, ~50x), with --outer-lr 1.5 2.015 (1.039x), 2.0 2.027,
+  0.75 and --outer-momentum 0.5 2.120; every step on 2% 2.111 (1.089x);
+  --outer-lr 1.5 throughout: every 4 on 8% 2.006 (1.034x, ~50x), every 8
+  on 16% 2.034 (~50x); every 4 on 4% 2.021-2.025 (1.043x, ~100x), the
+  same with --values int8 2.022, and with int8 and --stale 1 2.365
+  (--outer-lr 1: 2.158): a share that arrives one mix late costs more
+  than all the compression; every 8 on 8% 2.048 (~100x).
+- 800 steps (the schedule stretched, DDP 1.9621 / 1.8216 / 1.7552 at
+  steps 400 / 600 / 800): pairs on 4% every 2 steps 2.2159 / 2.0442 /
+  1.9702 (1.129x / 1.122x / 1.122x); sparse every 4 on 4%, int8, outer
+  1.5: 1.9954 / 1.8850 / 1.8253 (1.017x / 1.035x / 1.040x).
 """
 import argparse
 import copy
@@ -57,32 +81,75 @@ import torch_charlm as lm  # noqa: E402
 
 
 @torch.no_grad()
-def mix_all(peers, anchor, outer_lr):
-    """Every peer moves to anchor + outer_lr (mean - anchor); so does the anchor."""
+def outer_move(anchor, move, mom, outer_lr, mu):
+    """The anchor takes the outer step on the mean move: plain, or Nesterov
+    (DiLoCo's) with momentum mu kept in mom."""
+    if mu > 0:
+        mom.mul_(mu).add_(move)
+        move = move + mu * mom
+    anchor.add_(outer_lr * move)
+
+
+@torch.no_grad()
+def mix_all(peers, anchor, moms, outer_lr, mu):
+    """Every peer moves to the anchor after its outer step on the mean move."""
     for k, ps in enumerate(zip(*[list(m.parameters()) for m in peers])):
-        mean = sum(ps) / len(ps)
-        anchor[k].add_(outer_lr * (mean - anchor[k]))
+        outer_move(anchor[k], sum(ps) / len(ps) - anchor[k], moms[k], outer_lr, mu)
         for p in ps:
             p.copy_(anchor[k])
 
 
+def int8_blocks(v):
+    """v rounded as gossipd's int8 values are: one scale per 64 values."""
+    pad = (-v.numel()) % 64
+    b = torch.nn.functional.pad(v, (0, pad)).view(-1, 64)
+    scale = b.abs().amax(dim=1, keepdim=True).clamp_min(1e-30) / 127
+    return ((b / scale).round().clamp(-127, 127) * scale).flatten()[:v.numel()]
+
+
 @torch.no_grad()
-def mix_sparse(peers, anchor, residual, density, outer_lr):
-    """Top-k of each peer's residual plus move, averaged, from the anchor."""
-    for k, ps in enumerate(zip(*[list(m.parameters()) for m in peers])):
-        sent = torch.zeros_like(anchor[k])
-        for i, p in enumerate(ps):
+def mix_sparse(peers, anchors, moms, residual, pending, a):
+    """Top-k of each peer's residual plus move (its values rounded to int8
+    with --values int8), from its anchor; the others' shares of --stale
+    mixes ago, its own of now."""
+    shares = []
+    for i, m in enumerate(peers):
+        mine = []
+        for k, p in enumerate(m.parameters()):
             e = residual[i][k]
-            e.add_(p - anchor[k])
-            n = max(1, int(density * e.numel()))
+            e.add_(p - anchors[i][k])
+            n = max(1, int(a.density * e.numel()))
             idx = e.abs().flatten().topk(n).indices
+            vals = e.flatten()[idx]
+            if a.values == "int8":
+                vals = int8_blocks(vals)
             share = torch.zeros_like(e).flatten()
-            share[idx] = e.flatten()[idx]
+            share[idx] = vals
             share = share.view_as(e)
             e.sub_(share)
-            sent.add_(share)
-        anchor[k].add_(outer_lr * sent / len(ps))
-        for p in ps:
+            mine.append(share)
+        shares.append(mine)
+    pending.append(shares)
+    late = pending[-1 - a.stale] if len(pending) > a.stale else None
+    del pending[:-1 - a.stale]
+    for j, m in enumerate(peers):
+        for k, p in enumerate(m.parameters()):
+            move = shares[j][k].clone()
+            for i in range(len(peers)):
+                if late is not None and i != j:
+                    move.add_(late[i][k])
+            outer_move(anchors[j][k], move / len(peers), moms[j][k], a.outer_lr,
+                       a.outer_momentum)
+            p.copy_(anchors[j][k])
+
+
+@torch.no_grad()
+def outer_each(peers, anchors, moms, outer_lr, mu):
+    """Each peer's own outer step on its move since its last one (gossipd's
+    --outer-lr, --outer-momentum), from its own anchor."""
+    for m, anchor, mom in zip(peers, anchors, moms):
+        for k, p in enumerate(m.parameters()):
+            outer_move(anchor[k], p - anchor[k], mom[k], outer_lr, mu)
             p.copy_(anchor[k])
 
 
@@ -103,6 +170,26 @@ def mix_pairs(peers, density, rng, gen):
             else:
                 p.copy_(mean)
                 q.copy_(mean)
+
+
+@torch.no_grad()
+def mix_delta(peers, anchors, density, rng):
+    """Random pairs; in each, one side (at random) picks the coordinates
+    whose drift from its anchor is largest over the whole model (gossipd's
+    mode delta, drift.h) and both average there; both anchor there."""
+    order = list(range(len(peers)))
+    rng.shuffle(order)
+    for u in range(0, len(order) - 1, 2):
+        i, j = order[u], order[u + 1]
+        xi = torch.nn.utils.parameters_to_vector(peers[i].parameters())
+        xj = torch.nn.utils.parameters_to_vector(peers[j].parameters())
+        idx = (xi - anchors[i]).abs().topk(max(1, int(density * xi.numel()))).indices
+        mean = (xi[idx] + xj[idx]) / 2
+        for x, anchor in ((xi, anchors[i]), (xj, anchors[j])):
+            x[idx] = mean
+            anchor[idx] = mean
+        torch.nn.utils.vector_to_parameters(xi, peers[i].parameters())
+        torch.nn.utils.vector_to_parameters(xj, peers[j].parameters())
 
 
 def local_step(m, opt, shard, data_seed, a, step):
@@ -140,15 +227,23 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     lm.add_training_args(ap)
     ap.add_argument("--peers", type=int, default=4)
-    ap.add_argument("--mix", choices=("all", "pairs", "ddp", "sparse"), default="all")
+    ap.add_argument("--mix", choices=("all", "pairs", "delta", "ddp", "sparse"), default="all")
     ap.add_argument("--every", type=int, default=1, metavar="STEPS", help="steps between mixes")
     ap.add_argument("--density", type=float, default=1.0,
-                    help="pairs, sparse: share of coordinates mixed")
+                    help="pairs, delta, sparse: share of coordinates mixed")
     ap.add_argument("--outer-lr", type=float, default=1.0,
-                    help="all, sparse: the outer step's rate")
+                    help="the outer step's rate (pairs, delta: each peer's own, after each mix)")
+    ap.add_argument("--values", choices=("fp32", "int8"), default="fp32",
+                    help="sparse: the shares' values as sent")
+    ap.add_argument("--stale", type=int, default=0, metavar="MIXES",
+                    help="sparse: the others' shares arrive this many mixes late")
+    ap.add_argument("--outer-momentum", type=float, default=0.0, metavar="MU",
+                    help="the outer step's Nesterov momentum (0: none)")
     a = ap.parse_args()
-    if a.peers < 2 or a.every < 1 or not 0 < a.density <= 1 or a.outer_lr <= 0:
-        ap.error("want --peers >= 2, --every >= 1, 0 < --density <= 1, --outer-lr > 0")
+    if a.peers < 2 or a.every < 1 or not 0 < a.density <= 1 or a.outer_lr <= 0 \
+            or not 0 <= a.outer_momentum < 1 or a.stale < 0:
+        ap.error("want --peers >= 2, --every >= 1, 0 < --density <= 1, --outer-lr > 0, "
+                 "0 <= --outer-momentum < 1, --stale >= 0")
     torch.set_num_threads(a.threads)
     train, val, vocab = lm.load_corpus(a.corpus)
     vx = lm.val_windows(val, a)
@@ -160,6 +255,12 @@ def main():
     anchor = [p.detach().clone() for p in start.parameters()]
     rng, gen = random.Random(a.seed), torch.Generator().manual_seed(a.seed)
     residual = [[torch.zeros_like(p) for p in anchor] for _ in peers]
+    moms = [torch.zeros_like(p) for p in anchor]
+    anchors = [[p.clone() for p in anchor] for _ in peers]
+    pmoms = [[torch.zeros_like(p) for p in anchor] for _ in peers]
+    pending = []
+    flat = [torch.nn.utils.parameters_to_vector(m.parameters()).detach().clone()
+            for m in peers]
     for step in range(a.steps):
         if a.mix == "ddp":
             ddp_step(peers[0], opts[0], shards, a, step)
@@ -169,11 +270,16 @@ def main():
                 local_step(m, opt, shards[i], 1000 * i + a.seed, a, step)
             mix_now = (step + 1) % a.every == 0
         if mix_now and a.mix == "all":
-            mix_all(peers, anchor, a.outer_lr)
+            mix_all(peers, anchor, moms, a.outer_lr, a.outer_momentum)
         elif mix_now and a.mix == "sparse":
-            mix_sparse(peers, anchor, residual, a.density, a.outer_lr)
+            mix_sparse(peers, anchors, pmoms, residual, pending, a)
         elif mix_now:
-            mix_pairs(peers, a.density, rng, gen)
+            if a.mix == "delta":
+                mix_delta(peers, flat, a.density, rng)
+            else:
+                mix_pairs(peers, a.density, rng, gen)
+            if a.outer_lr != 1 or a.outer_momentum > 0:
+                outer_each(peers, anchors, pmoms, a.outer_lr, a.outer_momentum)
         if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
             print("step %d val_loss peer0 %.4f mean %.4f" % (
                 step + 1, lm.evaluate(peers[0], vx, a.batch),
