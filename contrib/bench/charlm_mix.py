@@ -52,7 +52,9 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
   every step 2.155 (1.111x); on 25% every 2 steps 2.076 (1.070x); on 4%
   every 2 steps with each peer's own outer step 1.5: 2.244, worse.
 - delta every 2 steps on 4% 2.136 (1.101x, ~200x fewer bytes); on 8%
-  2.100 (1.083x, ~100x); every 4 on 16% 2.104 (1.085x, ~100x).
+  2.100 (1.083x, ~100x); every 4 on 16% 2.104 (1.085x, ~100x). Choosing
+  per tensor or per 64 Ki-value chunk instead of over the whole model
+  (--select) did worse: 2.154 and 2.149 on 4% every 2 steps.
 - sparse every 4 steps on 2% 2.107 (1.086x, ~200x); every 2 on 4%
   2.034 (1.049x, ~50x), with --outer-lr 1.5 2.015 (1.039x), 2.0 2.027,
   0.75 and --outer-momentum 0.5 2.120; every step on 2% 2.111 (1.089x);
@@ -173,7 +175,17 @@ def mix_pairs(peers, density, rng, gen):
 
 
 @torch.no_grad()
-def mix_delta(peers, anchors, density, rng):
+def top_drift(drift, density, bounds):
+    """The indices of the density share of largest drift: over the whole
+    vector, or that share of each [lo, hi) range of bounds."""
+    if not bounds:
+        return drift.topk(max(1, int(density * drift.numel()))).indices
+    return torch.cat([lo + drift[lo:hi].topk(max(1, int(density * (hi - lo)))).indices
+                      for lo, hi in bounds])
+
+
+@torch.no_grad()
+def mix_delta(peers, anchors, density, rng, bounds):
     """Random pairs; in each, one side (at random) picks the coordinates
     whose drift from its anchor is largest over the whole model (gossipd's
     mode delta, drift.h) and both average there; both anchor there."""
@@ -183,7 +195,7 @@ def mix_delta(peers, anchors, density, rng):
         i, j = order[u], order[u + 1]
         xi = torch.nn.utils.parameters_to_vector(peers[i].parameters())
         xj = torch.nn.utils.parameters_to_vector(peers[j].parameters())
-        idx = (xi - anchors[i]).abs().topk(max(1, int(density * xi.numel()))).indices
+        idx = top_drift((xi - anchors[i]).abs(), density, bounds)
         mean = (xi[idx] + xj[idx]) / 2
         for x, anchor in ((xi, anchors[i]), (xj, anchors[j])):
             x[idx] = mean
@@ -233,6 +245,9 @@ def main():
                     help="pairs, delta, sparse: share of coordinates mixed")
     ap.add_argument("--outer-lr", type=float, default=1.0,
                     help="the outer step's rate (pairs, delta: each peer's own, after each mix)")
+    ap.add_argument("--select", choices=("whole", "tensor", "chunk"), default="whole",
+                    help="delta: the largest drift over the whole model (gossipd's), "
+                    "or the same share of each tensor, or of each 64 Ki-value chunk")
     ap.add_argument("--values", choices=("fp32", "int8"), default="fp32",
                     help="sparse: the shares' values as sent")
     ap.add_argument("--stale", type=int, default=0, metavar="MIXES",
@@ -261,6 +276,12 @@ def main():
     pending = []
     flat = [torch.nn.utils.parameters_to_vector(m.parameters()).detach().clone()
             for m in peers]
+    sizes = [p.numel() for p in start.parameters()]
+    ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+    bounds = {"whole": [],
+              "tensor": list(zip([0] + ends[:-1], ends)),
+              "chunk": [(lo, min(lo + 65536, ends[-1])) for lo in range(0, ends[-1], 65536)]
+              }[a.select]
     for step in range(a.steps):
         if a.mix == "ddp":
             ddp_step(peers[0], opts[0], shards, a, step)
@@ -275,7 +296,7 @@ def main():
             mix_sparse(peers, anchors, pmoms, residual, pending, a)
         elif mix_now:
             if a.mix == "delta":
-                mix_delta(peers, flat, a.density, rng)
+                mix_delta(peers, flat, a.density, rng, bounds)
             else:
                 mix_pairs(peers, a.density, rng, gen)
             if a.outer_lr != 1 or a.outer_momentum > 0:
