@@ -17,6 +17,9 @@
 #                   evaluation. Also given from the start of training (the
 #                   first gossipd step of any peer; DDP: after rendezvous).
 #                   The "every peer >= TARGET" time is in summary.csv.
+#   steps to TARGET the first step (of each peer; DDP: of every worker) at
+#                   which every peer has evaluated and their mean is >=
+#                   TARGET; over DDP's, how many more steps gossip takes.
 #   bytes to TARGET bytes sent per peer at that moment, mean over peers:
 #                   gossipd's own bytes_sent counter (all its traffic:
 #                   gossip, membership, handshakes), polled every POLL s and

@@ -292,6 +292,16 @@ def job_curve(r):
     return curve
 
 
+def steps_to(r, target):
+    """The first step at which every peer has evaluated and their mean is
+    at least target (DDP: its one model's); None if never."""
+    at = {}
+    for _, p, step, acc, _, _ in r["rows"]:
+        at.setdefault(step, {})[p] = acc
+    return next((step for step in sorted(at) if len(at[step]) == r["n"] and
+                 sum(at[step].values()) / r["n"] >= target), None)
+
+
 def scenario(meta):
     """iid or skewed: a gossipd system's shards (DDP's are iid, and it is
     drawn in both scenarios' plots as the reference)."""
@@ -398,7 +408,7 @@ def main():
                              if r.get("consensus") else None),
             last_eval_min=min(last_acc.values()) if last_acc else None,
             last_eval_mean=sum(last_acc.values()) / len(last_acc) if last_acc else None,
-            t_target_mean=t_mean, t_target_all=t_all,
+            t_target_mean=t_mean, t_target_all=t_all, steps_target=steps_to(r, a.target),
             t_train_start=r["start"],
             bytes_target=b_mean[0], gossip_bytes_target=b_mean[1],
             final_bytes_polled_mean=(sum(r["final_bytes_polled"]) / len(r["final_bytes_polled"])
@@ -412,13 +422,17 @@ def main():
             suspicion_f1=r["trust"]["f1"] if r.get("trust") else None,
             suspicion_f1_members=r["trust"]["f1_members"] if r.get("trust") else None,
             suspicion_f1_judged=r["trust"]["f1_judged"] if r.get("trust") else None))
-    fields = list(summary[0].keys()) + ["bytes_ratio_ddp_over_this", "time_ratio_this_over_ddp"]
+    fields = list(summary[0].keys()) + ["bytes_ratio_ddp_over_this", "time_ratio_this_over_ddp",
+                                        "steps_ratio_this_over_ddp"]
     ddp = next((x for x in summary if x["kind"] == "ddp"), None)
     for x in summary:
         x["bytes_ratio_ddp_over_this"] = (ddp["bytes_target"] / x["bytes_target"]
                                           if ddp and ddp["bytes_target"] and x["bytes_target"] else None)
         x["time_ratio_this_over_ddp"] = (x["t_target_mean"] / ddp["t_target_mean"]
                                          if ddp and ddp["t_target_mean"] and x["t_target_mean"] else None)
+        x["steps_ratio_this_over_ddp"] = (x["steps_target"] / ddp["steps_target"]
+                                          if ddp and ddp["steps_target"] and x["steps_target"]
+                                          else None)
     with open(os.path.join(a.out, "summary.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
@@ -435,8 +449,9 @@ def main():
     lines = ["| system | peers | final acc. min / mean (full test set) | time to %.2f from launch (s) "
              "| from training start (s) | bytes/peer to %.2f | DDP bytes / these "
              "| time / DDP's (launch) | time / DDP's (training) "
-             "| average model's acc. | distance to it, mean / max |" % (a.target, a.target),
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| steps to %.2f (/ DDP's) "
+             "| average model's acc. | distance to it, mean / max |" % (a.target, a.target, a.target),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     ts_ddp = (ddp["t_target_mean"] - ddp["t_train_start"]
               if ddp and ddp["t_target_mean"] is not None else None)
     for x in summary:
@@ -460,11 +475,13 @@ def main():
         note = ""
         if x["failed"] or x["timeout"]:
             note = " (%d failed%s)" % (x["failed"], ", timed out" if x["timeout"] else "")
-        lines.append("| %s%s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s%s | %d | %s | %s | %s | %s | %s | %s | %s | %s%s | %s | %s |" % (
             label, note, x["peers"], acc, fmt(t, "%.1f"), fmt(t_tr, "%.1f"),
             mb(x["bytes_target"]), fmt(x["bytes_ratio_ddp_over_this"], "%.0fx", "-"),
             fmt(x["time_ratio_this_over_ddp"], "%.2f", "-"),
             fmt(t_tr / ts_ddp if t_tr is not None and ts_ddp else None, "%.2f", "-"),
+            fmt(x["steps_target"], "%d"),
+            fmt(x["steps_ratio_this_over_ddp"], " (%.2f)", ""),
             fmt(x["avg_model_acc"], "%.4f", "-"),
             "-" if x["dist_to_avg_mean"] is None else
             "%.3f / %.3f" % (x["dist_to_avg_mean"], x["dist_to_avg_max"])))
