@@ -50,7 +50,11 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
 - pairs every step, whole model 2.008 (1.035x); on 4% every 2 steps 2.195
   (1.132x, where gossipd's 4 peers in saps at 4% ended at 2.198-2.212);
   every step 2.155 (1.111x); on 25% every 2 steps 2.076 (1.070x); on 4%
-  every 2 steps with each peer's own outer step 1.5: 2.244, worse.
+  every 2 steps with each peer's own outer step 1.5: 2.244, worse. The
+  whole model at DiLoCo's and NoLoCo's longer intervals: every 8 steps
+  2.088 (1.077x, ~50x fewer bytes), every 16 2.137 (1.102x, ~100x); every
+  16 with --outer-lr 1.5 2.176, with DiLoCo's 0.7 and --outer-momentum 0.9
+  2.222: no better than delta's slices at equal bytes.
 - delta every 2 steps on 4% 2.136 (1.101x, ~200x fewer bytes); on 8%
   2.100 (1.083x, ~100x); every 4 on 16% 2.104 (1.085x, ~100x). Choosing
   per tensor or per 64 Ki-value chunk instead of over the whole model
