@@ -253,6 +253,9 @@ def accuracy(out, target, bar, lines):
                      "every peer)%s" % (min(accs), statistics.mean(accs),
                                         sum(a >= bar for a in accs), len(gp), bar,
                                         "" if len(accs) == len(gp) else "; some peers have none"))
+        if ddp["done"]:
+            lines.append("  worst peer - DDP: %+.2f points (the issue wants >= -0.3)" % (
+                100 * (min(accs) - ddp["done"]["accuracy_full"])))
     hit = [x for x in gp if x["bytes_target"] is not None]
     if len(hit) == len(gp) and ddp_bytes:
         worst = max(hit, key=lambda x: x["bytes_target"])
@@ -265,6 +268,11 @@ def accuracy(out, target, bar, lines):
         tl = max(x["t_target_launch_s"] for x in hit)
         tt = max(x["t_target_train_s"] for x in hit)
         d = table[-1]
+        st = sorted(x["step_target"] for x in hit)
+        lines.append("  steps to %.2f: gossip peers %d-%d (median %g), DDP %d: worst / DDP = "
+                     "%.2fx (the issue wants <= 1.25x)" % (
+                         target, st[0], st[-1], statistics.median(st), d["step_target"],
+                         st[-1] / d["step_target"]))
         lines.append("  time to %.2f: every gossip peer by %.1f s from launch (%.1f s of its "
                      "training); DDP %s s from launch (%s s of training)" % (
                          target, tl, tt, f(d["t_target_launch_s"], "%.1f", "never"),
