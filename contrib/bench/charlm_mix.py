@@ -29,7 +29,9 @@ initial model, mixed exactly after every EVERY steps:
   delta  as pairs, but in each pair one side (at random) picks the
          --density share of the whole model whose drift from its anchor
          is largest, and both average and anchor there: gossipd's mode
-         delta (src/drift.h); the outer step as for pairs
+         delta (src/drift.h); the outer step as for pairs. --gain G takes
+         the pair's mean drift G times there (from the mean of their
+         anchors), an outer step on the mixed coordinates alone
 
 It prints the validation loss of peer 0 and of the peers' mean model every
 --eval-every steps, on charlm.sh's windows, for setting beside charlm.sh's
@@ -58,7 +60,9 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
 - delta every 2 steps on 4% 2.136 (1.101x, ~200x fewer bytes); on 8%
   2.100 (1.083x, ~100x); every 4 on 16% 2.104 (1.085x, ~100x). Choosing
   per tensor or per 64 Ki-value chunk instead of over the whole model
-  (--select) did worse: 2.154 and 2.149 on 4% every 2 steps.
+  (--select) did worse: 2.154 and 2.149 on 4% every 2 steps. --gain
+  1.25, 1.5 and 2 on 4% every 2 steps: 2.130, 2.121 and 2.136; 1.5 on 8%
+  2.091 (1.078x): less than 1% of the loss.
 - sparse every 4 steps on 2% 2.107 (1.086x, ~200x); every 2 on 4%
   2.034 (1.049x, ~50x), with --outer-lr 1.5 2.015 (1.039x), 2.0 2.027,
   0.75 and --outer-momentum 0.5 2.120; every step on 2% 2.111 (1.089x);
@@ -189,10 +193,11 @@ def top_drift(drift, density, bounds):
 
 
 @torch.no_grad()
-def mix_delta(peers, anchors, density, rng, bounds):
+def mix_delta(peers, anchors, density, rng, bounds, gain):
     """Random pairs; in each, one side (at random) picks the coordinates
     whose drift from its anchor is largest over the whole model (gossipd's
-    mode delta, drift.h) and both average there; both anchor there."""
+    mode delta, drift.h) and both average there; both anchor there. With a
+    gain G the mean drift is taken G times from the mean anchor instead."""
     order = list(range(len(peers)))
     rng.shuffle(order)
     for u in range(0, len(order) - 1, 2):
@@ -201,6 +206,8 @@ def mix_delta(peers, anchors, density, rng, bounds):
         xj = torch.nn.utils.parameters_to_vector(peers[j].parameters())
         idx = top_drift((xi - anchors[i]).abs(), density, bounds)
         mean = (xi[idx] + xj[idx]) / 2
+        if gain != 1:
+            mean += (gain - 1) * (xi[idx] - anchors[i][idx] + xj[idx] - anchors[j][idx]) / 2
         for x, anchor in ((xi, anchors[i]), (xj, anchors[j])):
             x[idx] = mean
             anchor[idx] = mean
@@ -256,13 +263,15 @@ def main():
                     help="sparse: the shares' values as sent")
     ap.add_argument("--stale", type=int, default=0, metavar="MIXES",
                     help="sparse: the others' shares arrive this many mixes late")
+    ap.add_argument("--gain", type=float, default=1.0,
+                    help="delta: the pair's mean drift taken this many times (1: the mean)")
     ap.add_argument("--outer-momentum", type=float, default=0.0, metavar="MU",
                     help="the outer step's Nesterov momentum (0: none)")
     a = ap.parse_args()
     if a.peers < 2 or a.every < 1 or not 0 < a.density <= 1 or a.outer_lr <= 0 \
-            or not 0 <= a.outer_momentum < 1 or a.stale < 0:
+            or not 0 <= a.outer_momentum < 1 or a.stale < 0 or a.gain <= 0:
         ap.error("want --peers >= 2, --every >= 1, 0 < --density <= 1, --outer-lr > 0, "
-                 "0 <= --outer-momentum < 1, --stale >= 0")
+                 "0 <= --outer-momentum < 1, --stale >= 0, --gain > 0")
     torch.set_num_threads(a.threads)
     train, val, vocab = lm.load_corpus(a.corpus)
     vx = lm.val_windows(val, a)
@@ -300,7 +309,7 @@ def main():
             mix_sparse(peers, anchors, pmoms, residual, pending, a)
         elif mix_now:
             if a.mix == "delta":
-                mix_delta(peers, flat, a.density, rng, bounds)
+                mix_delta(peers, flat, a.density, rng, bounds, a.gain)
             else:
                 mix_pairs(peers, a.density, rng, gen)
             if a.outer_lr != 1 or a.outer_momentum > 0:
