@@ -144,6 +144,16 @@ done
 
 mkdir -p "$out/raw"
 out=$(cd "$out" && pwd)
+# The report sets both systems side by side: one not run must be there.
+case " $parts " in *" accuracy "*)
+	for s in gossip ddp; do
+		case " $systems " in *" $s "*) continue ;; esac
+		if [ ! -f "$out/raw/$s/meta.json" ]; then
+			echo "attach.sh: SYSTEMS leaves out $s, but $out/raw/$s holds no run of it to report beside" >&2
+			exit 2
+		fi
+	done ;;
+esac
 trap 'echo "attach.sh: interrupted" >&2; exit 130' INT TERM
 export PYTHONPATH=$top/src/python${PYTHONPATH:+:$PYTHONPATH}
 # One thread per process, as gossipd's own trainer and ddp_torch.py.
