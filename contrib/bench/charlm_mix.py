@@ -245,10 +245,8 @@ def mean_model(peers):
     return m
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    lm.add_training_args(ap)
+def add_mix_args(ap):
+    """The rules' options (cnn_mix.py takes the same)."""
     ap.add_argument("--peers", type=int, default=4)
     ap.add_argument("--mix", choices=("all", "pairs", "delta", "ddp", "sparse"), default="all")
     ap.add_argument("--every", type=int, default=1, metavar="STEPS", help="steps between mixes")
@@ -267,53 +265,79 @@ def main():
                     help="delta: the pair's mean drift taken this many times (1: the mean)")
     ap.add_argument("--outer-momentum", type=float, default=0.0, metavar="MU",
                     help="the outer step's Nesterov momentum (0: none)")
-    a = ap.parse_args()
+
+
+def check_mix_args(ap, a):
     if a.peers < 2 or a.every < 1 or not 0 < a.density <= 1 or a.outer_lr <= 0 \
             or not 0 <= a.outer_momentum < 1 or a.stale < 0 or a.gain <= 0:
         ap.error("want --peers >= 2, --every >= 1, 0 < --density <= 1, --outer-lr > 0, "
                  "0 <= --outer-momentum < 1, --stale >= 0, --gain > 0")
+
+
+class Mixer:
+    """What rule --mix keeps between mixes, for peers that all start at
+    START (--mix ddp: one model, nothing to mix), and its mix."""
+
+    def __init__(self, a, start):
+        self.a = a
+        self.peers = [copy.deepcopy(start) for _ in range(1 if a.mix == "ddp" else a.peers)]
+        self.anchor = [p.detach().clone() for p in start.parameters()]
+        self.rng, self.gen = random.Random(a.seed), torch.Generator().manual_seed(a.seed)
+        self.residual = [[torch.zeros_like(p) for p in self.anchor] for _ in self.peers]
+        self.moms = [torch.zeros_like(p) for p in self.anchor]
+        self.anchors = [[p.clone() for p in self.anchor] for _ in self.peers]
+        self.pmoms = [[torch.zeros_like(p) for p in self.anchor] for _ in self.peers]
+        self.pending = []
+        self.flat = [torch.nn.utils.parameters_to_vector(m.parameters()).detach().clone()
+                     for m in self.peers]
+        sizes = [p.numel() for p in start.parameters()]
+        ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+        self.bounds = {"whole": [],
+                       "tensor": list(zip([0] + ends[:-1], ends)),
+                       "chunk": [(lo, min(lo + 65536, ends[-1]))
+                                 for lo in range(0, ends[-1], 65536)]
+                       }[a.select]
+
+    def after_step(self, step):
+        """The mix due after STEP (0-based), if one is."""
+        a = self.a
+        if a.mix == "ddp" or (step + 1) % a.every:
+            return
+        if a.mix == "all":
+            mix_all(self.peers, self.anchor, self.moms, a.outer_lr, a.outer_momentum)
+        elif a.mix == "sparse":
+            mix_sparse(self.peers, self.anchors, self.pmoms, self.residual, self.pending, a)
+        else:
+            if a.mix == "delta":
+                mix_delta(self.peers, self.flat, a.density, self.rng, self.bounds, a.gain)
+            else:
+                mix_pairs(self.peers, a.density, self.rng, self.gen)
+            if a.outer_lr != 1 or a.outer_momentum > 0:
+                outer_each(self.peers, self.anchors, self.pmoms, a.outer_lr, a.outer_momentum)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    lm.add_training_args(ap)
+    add_mix_args(ap)
+    a = ap.parse_args()
+    check_mix_args(ap, a)
     torch.set_num_threads(a.threads)
     train, val, vocab = lm.load_corpus(a.corpus)
     vx = lm.val_windows(val, a)
     torch.manual_seed(a.seed)
-    start = lm.CharLM(len(vocab), a.width, a.layers, a.heads, a.context)
-    peers = [copy.deepcopy(start) for _ in range(1 if a.mix == "ddp" else a.peers)]
+    mixer = Mixer(a, lm.CharLM(len(vocab), a.width, a.layers, a.heads, a.context))
+    peers = mixer.peers
     opts = [lm.make_optimizer(a, m) for m in peers]
     shards = [train[slice(*lm.shard_range(len(train), i, a.peers))] for i in range(a.peers)]
-    anchor = [p.detach().clone() for p in start.parameters()]
-    rng, gen = random.Random(a.seed), torch.Generator().manual_seed(a.seed)
-    residual = [[torch.zeros_like(p) for p in anchor] for _ in peers]
-    moms = [torch.zeros_like(p) for p in anchor]
-    anchors = [[p.clone() for p in anchor] for _ in peers]
-    pmoms = [[torch.zeros_like(p) for p in anchor] for _ in peers]
-    pending = []
-    flat = [torch.nn.utils.parameters_to_vector(m.parameters()).detach().clone()
-            for m in peers]
-    sizes = [p.numel() for p in start.parameters()]
-    ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
-    bounds = {"whole": [],
-              "tensor": list(zip([0] + ends[:-1], ends)),
-              "chunk": [(lo, min(lo + 65536, ends[-1])) for lo in range(0, ends[-1], 65536)]
-              }[a.select]
     for step in range(a.steps):
         if a.mix == "ddp":
             ddp_step(peers[0], opts[0], shards, a, step)
-            mix_now = False
         else:
             for i, (m, opt) in enumerate(zip(peers, opts)):
                 local_step(m, opt, shards[i], 1000 * i + a.seed, a, step)
-            mix_now = (step + 1) % a.every == 0
-        if mix_now and a.mix == "all":
-            mix_all(peers, anchor, moms, a.outer_lr, a.outer_momentum)
-        elif mix_now and a.mix == "sparse":
-            mix_sparse(peers, anchors, pmoms, residual, pending, a)
-        elif mix_now:
-            if a.mix == "delta":
-                mix_delta(peers, flat, a.density, rng, bounds, a.gain)
-            else:
-                mix_pairs(peers, a.density, rng, gen)
-            if a.outer_lr != 1 or a.outer_momentum > 0:
-                outer_each(peers, anchors, pmoms, a.outer_lr, a.outer_momentum)
+            mixer.after_step(step)
         if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
             print("step %d val_loss peer0 %.4f mean %.4f" % (
                 step + 1, lm.evaluate(peers[0], vx, a.batch),

@@ -8,7 +8,8 @@ initial model), mixed exactly after every EVERY steps by one of
 contrib/bench/charlm_mix.py's rules (its header says what each does and
 what it sends):
 
-  all, pairs, delta, sparse   charlm_mix.py's, with its options
+  all, pairs, delta, sparse   charlm_mix.py's, with its options (its
+                              Mixer, the same code)
   ddp                         one model on the mean of the PEERS shards'
                               gradients each step (attach.sh's DDP)
 
@@ -36,9 +37,7 @@ flattens, and DDP's own evaluations go 0.9015, 0.9085, 0.9085, 0.9065,
 0.8880 over steps 500-700.
 """
 import argparse
-import copy
 import os
-import random
 import sys
 
 import torch
@@ -78,28 +77,14 @@ def main():
     # once its DDP is past 0.90.
     ap.set_defaults(channels=(32, 64), epochs=12, lr_schedule="cosine", warmup_epochs=0.5,
                     weight_decay=5e-4, eval_every=50, eval_samples=2000)
-    ap.add_argument("--peers", type=int, default=4)
-    ap.add_argument("--mix", choices=("all", "pairs", "delta", "ddp", "sparse"), default="all")
-    ap.add_argument("--every", type=int, default=1, metavar="STEPS", help="steps between mixes")
-    ap.add_argument("--density", type=float, default=1.0,
-                    help="pairs, delta, sparse: share of coordinates mixed")
-    ap.add_argument("--outer-lr", type=float, default=1.0, help="as charlm_mix.py's")
-    ap.add_argument("--outer-momentum", type=float, default=0.0, metavar="MU",
-                    help="as charlm_mix.py's")
-    ap.add_argument("--values", choices=("fp32", "int8"), default="fp32",
-                    help="sparse: the shares' values as sent")
-    ap.add_argument("--stale", type=int, default=0, metavar="MIXES",
-                    help="sparse: the others' shares arrive this many mixes late")
-    ap.add_argument("--gain", type=float, default=1.0, help="delta: as charlm_mix.py's")
+    mix.add_mix_args(ap)
     ap.add_argument("--stop", type=int, default=1000, metavar="STEP",
                     help="stop at this step of the schedule (0: its end)")
     ap.add_argument("--target", type=float, default=0.90, help="the accuracy to reach")
     a = ap.parse_args()
-    if a.peers < 2 or a.every < 1 or not 0 < a.density <= 1 or a.outer_lr <= 0 \
-            or not 0 <= a.outer_momentum < 1 or a.stale < 0 or a.gain <= 0 or a.stop < 0:
-        ap.error("want --peers >= 2, --every >= 1, 0 < --density <= 1, --outer-lr > 0, "
-                 "0 <= --outer-momentum < 1, --stale >= 0, --gain > 0, --stop >= 0")
-    a.select = "whole"
+    mix.check_mix_args(ap, a)
+    if a.stop < 0:
+        ap.error("want --stop >= 0")
     torch.set_num_threads(a.threads)
     x, y = cnn.load(a.data, "train")
     tx, ty = cnn.load(a.data, "t10k")
@@ -110,19 +95,9 @@ def main():
     total = int(per_epoch * a.epochs)
     stop = min(total, a.stop) if a.stop else total
     torch.manual_seed(a.seed)
-    start = cnn.CNN(*a.channels)
-    peers = [copy.deepcopy(start) for _ in range(1 if a.mix == "ddp" else a.peers)]
+    mixer = mix.Mixer(a, cnn.CNN(*a.channels))
+    peers = mixer.peers
     opts = [cnn.make_optimizer(a, m.parameters()) for m in peers]
-    anchor = [p.detach().clone() for p in start.parameters()]
-    rng = random.Random(a.seed)
-    gen = torch.Generator().manual_seed(a.seed)
-    residual = [[torch.zeros_like(p) for p in anchor] for _ in peers]
-    moms = [torch.zeros_like(p) for p in anchor]
-    anchors = [[p.clone() for p in anchor] for _ in peers]
-    pmoms = [[torch.zeros_like(p) for p in anchor] for _ in peers]
-    pending = []
-    flat = [torch.nn.utils.parameters_to_vector(m.parameters()).detach().clone()
-            for m in peers]
     hit = [None] * len(peers)
     for step in range(stop):
         lr = cnn.lr_at(a, step, total, per_epoch)
@@ -132,18 +107,7 @@ def main():
         else:
             for i, (m, opt) in enumerate(zip(peers, opts)):
                 sgd_step(m, opt, [batch(x, y, *ranges[i], a, i, step, per_epoch)], lr)
-            if (step + 1) % a.every == 0:
-                if a.mix == "all":
-                    mix.mix_all(peers, anchor, moms, a.outer_lr, a.outer_momentum)
-                elif a.mix == "sparse":
-                    mix.mix_sparse(peers, anchors, pmoms, residual, pending, a)
-                else:
-                    if a.mix == "delta":
-                        mix.mix_delta(peers, flat, a.density, rng, [], a.gain)
-                    else:
-                        mix.mix_pairs(peers, a.density, rng, gen)
-                    if a.outer_lr != 1 or a.outer_momentum > 0:
-                        mix.outer_each(peers, anchors, pmoms, a.outer_lr, a.outer_momentum)
+            mixer.after_step(step)
         if (step + 1) % a.eval_every == 0 or step + 1 == stop:
             accs = [cnn.evaluate(m, tx, ty)[0] for m in peers]
             for i, acc in enumerate(accs):
