@@ -29,6 +29,9 @@ peers first reached 0.90:
   550-600 (1.2x);
 - sparse every 4 on 4%, int8, --outer-lr 1.5 (SparseLoCo's rule, about
   100x fewer bytes): 450-600 (1.2x);
+- the same with the others' shares one mix late (--stale 1, a
+  send-to-all without a barrier): never; the peers swing between 0.53
+  and 0.79 to the end;
 - delta every 2 on 4% (gossipd's defaults, exchanges every 4 steps):
   500-650 (1.3x), where attach.sh's live peers took 550-800 (1.6x): the
   rule costs 0.3x, the live job's delays as much again.
