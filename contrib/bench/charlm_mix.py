@@ -19,7 +19,15 @@ initial model, mixed exactly after every EVERY steps:
          and moves to its anchor plus --outer-lr times the mean of the
          shares: the peers stay one model; each sends its share to
          PEERS - 1 others. With --stale S the others' shares arrive S
-         mixes late (its own at once), as they would without a barrier
+         mixes late (its own at once), as they would without a barrier;
+         --eager then takes a peer's own share whole at once, in place of
+         the mean not yet known, and puts the mean in its place when the
+         others' come (DiLoCo's eager updates, arXiv 2502.12996)
+  share  sparse's shares as a network without rounds carries them
+         (the Shares class says how): each peer's rounds on its own
+         clock (--stagger spreads them over the interval), each share
+         reaching each other peer after up to --delay steps, or never
+         (--loss), applied where it lands; --own-weight whole is --eager
   pairs  the peers are paired at random and each pair averages, on a
          random --density share of the coordinates (1: the whole model),
          as gossipd's mode saps does; one such round every EVERY steps is
@@ -31,7 +39,11 @@ initial model, mixed exactly after every EVERY steps:
          is largest, and both average and anchor there: gossipd's mode
          delta (src/drift.h); the outer step as for pairs. --gain G takes
          the pair's mean drift G times there (from the mean of their
-         anchors), an outer step on the mixed coordinates alone
+         anchors), an outer step on the mixed coordinates alone.
+         --pairing: random disjoint pairs (the default), disjoint pairs
+         taking every partner in turn (cycle), or gossipd's own pattern,
+         each peer starting one exchange with any other (each; at twice
+         the --every)
 
 It prints the validation loss of peer 0 and of the peers' mean model every
 --eval-every steps, on charlm.sh's windows, for setting beside charlm.sh's
@@ -71,6 +83,9 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
   same with --values int8 2.022, and with int8 and --stale 1 2.365
   (--outer-lr 1: 2.158): a share that arrives one mix late costs more
   than all the compression; every 8 on 8% 2.048 (~100x).
+- the others' shares one mix late with --eager (sparse every 4 on 4%,
+  int8): 2.072 with --outer-lr 1.5 (1.068x), 2.094 with 1; share every 4
+  on 4%, int8, --stagger (no rounds, no delay): 2.068 (1.066x).
 - 800 steps (the schedule stretched, DDP 1.9621 / 1.8216 / 1.7552 at
   steps 400 / 600 / 800): pairs on 4% every 2 steps 2.2159 / 2.0442 /
   1.9702 (1.129x / 1.122x / 1.122x); sparse every 4 on 4%, int8, outer
@@ -146,11 +161,80 @@ def mix_sparse(peers, anchors, moms, residual, pending, a):
         for k, p in enumerate(m.parameters()):
             move = shares[j][k].clone()
             for i in range(len(peers)):
-                if late is not None and i != j:
+                if late is not None and (i != j or a.eager):
                     move.add_(late[i][k])
-            outer_move(anchors[j][k], move / len(peers), moms[j][k], a.outer_lr,
-                       a.outer_momentum)
+            move /= len(peers)
+            if a.eager:
+                # its own share whole now, for the mean not yet known;
+                # the last one's mean in place of its own whole share
+                move.add_(shares[j][k] * (1 - 1 / len(peers)))
+                if late is not None:
+                    move.sub_(late[j][k])
+            outer_move(anchors[j][k], move, moms[j][k], a.outer_lr, a.outer_momentum)
             p.copy_(anchors[j][k])
+
+
+class Shares:
+    """--mix share: sparse's shares as a network without rounds would
+    carry them. Peer I's rounds fall every EVERY steps from its own offset
+    (--stagger: I EVERY / PEERS, so the rounds spread over the interval;
+    else all at once); at its round it adds its move since then to its
+    residual, takes the top --density of each tensor (rounded as --values
+    says), moves its anchor by that share times --own-weight (1 / PEERS,
+    or 1: its whole share in place of the others' not yet come) and by
+    the last share's rest (1 / PEERS - own weight), resets to its anchor,
+    and sends the share to each other peer, which it reaches after a
+    uniform 0 to --delay steps, or never with chance --loss. A share
+    that comes moves the receiver's anchor and model by 1 / PEERS times
+    it. Without loss every anchor takes every share once at 1 / PEERS."""
+
+    def __init__(self, a, peers, bounds, rng):
+        self.a, self.peers, self.bounds, self.rng = a, peers, bounds, rng
+        n = len(peers)
+        flat = [torch.nn.utils.parameters_to_vector(m.parameters()).detach() for m in peers]
+        self.anchor = [v.clone() for v in flat]
+        self.residual = [torch.zeros_like(v) for v in flat]
+        self.last = [None] * n
+        self.inbox = []
+        self.offset = [(i * a.every) // n if a.stagger else 0 for i in range(n)]
+        self.own = 1.0 if a.own_weight == "whole" else 1.0 / n
+
+    @torch.no_grad()
+    def round(self, i, step):
+        a, n = self.a, len(self.peers)
+        x = torch.nn.utils.parameters_to_vector(self.peers[i].parameters())
+        e = self.residual[i]
+        e.add_(x - self.anchor[i])
+        idx = top_drift(e.abs(), a.density, self.bounds)
+        vals = e[idx]
+        if a.values == "int8":
+            vals = int8_blocks(vals)
+        e[idx] -= vals
+        vals = vals * a.outer_lr
+        if self.last[i] is not None:
+            lidx, lvals = self.last[i]
+            self.anchor[i][lidx] += (1.0 / n - self.own) * lvals
+        self.anchor[i][idx] += self.own * vals
+        self.last[i] = (idx, vals)
+        # a copy: vector_to_parameters makes the parameters views of it
+        torch.nn.utils.vector_to_parameters(self.anchor[i].clone(), self.peers[i].parameters())
+        for j in range(n):
+            if j != i and self.rng.random() >= a.loss:
+                self.inbox.append((step + self.rng.randint(0, a.delay), j, idx, vals))
+
+    @torch.no_grad()
+    def after_step(self, step):
+        n = len(self.peers)
+        for i in range(n):
+            if (step + 1 + self.offset[i]) % self.a.every == 0:
+                self.round(i, step)
+        due = [m for m in self.inbox if m[0] <= step]
+        self.inbox = [m for m in self.inbox if m[0] > step]
+        for _, j, idx, vals in due:
+            self.anchor[j][idx] += vals / n
+            x = torch.nn.utils.parameters_to_vector(self.peers[j].parameters())
+            x[idx] += vals / n
+            torch.nn.utils.vector_to_parameters(x, self.peers[j].parameters())
 
 
 @torch.no_grad()
@@ -163,13 +247,34 @@ def outer_each(peers, anchors, moms, outer_lr, mu):
             p.copy_(anchor[k])
 
 
-@torch.no_grad()
-def mix_pairs(peers, density, rng, gen):
-    """Random pairs average on a random density share of the coordinates."""
-    order = list(range(len(peers)))
+def pairings(n, how, rng, mixes):
+    """The pairs of one mix of N peers, in order, the first of each the
+    side that picks (--pairing): random disjoint pairs; disjoint pairs
+    taking every partner in turn (the circle method, mix number MIXES);
+    or each peer in random order starting one exchange with any other,
+    as gossipd's peers do (each starts one and serves about one)."""
+    if how == "each":
+        order = list(range(n))
+        rng.shuffle(order)
+        return [(i, rng.choice([j for j in range(n) if j != i])) for i in order]
+    if how == "cycle":
+        ring = list(range(1, n + n % 2))
+        r = mixes % len(ring)
+        ring = ring[r:] + ring[:r]
+        order = [0] + ring
+        pairs = [(order[u], order[len(order) - 1 - u]) for u in range(len(order) // 2)]
+        return [(i, j) if rng.random() < 0.5 else (j, i) for i, j in pairs
+                if i < n and j < n]
+    order = list(range(n))
     rng.shuffle(order)
-    for u in range(0, len(order) - 1, 2):
-        a, b = peers[order[u]], peers[order[u + 1]]
+    return [(order[u], order[u + 1]) for u in range(0, n - 1, 2)]
+
+
+@torch.no_grad()
+def mix_pairs(peers, density, pairs, gen):
+    """Pairs average on a random density share of the coordinates."""
+    for i, j in pairs:
+        a, b = peers[i], peers[j]
         for p, q in zip(a.parameters(), b.parameters()):
             mean = (p + q) / 2
             if density < 1:
@@ -193,15 +298,12 @@ def top_drift(drift, density, bounds):
 
 
 @torch.no_grad()
-def mix_delta(peers, anchors, density, rng, bounds, gain):
-    """Random pairs; in each, one side (at random) picks the coordinates
-    whose drift from its anchor is largest over the whole model (gossipd's
-    mode delta, drift.h) and both average there; both anchor there. With a
-    gain G the mean drift is taken G times from the mean anchor instead."""
-    order = list(range(len(peers)))
-    rng.shuffle(order)
-    for u in range(0, len(order) - 1, 2):
-        i, j = order[u], order[u + 1]
+def mix_delta(peers, anchors, density, pairs, bounds, gain):
+    """In each pair, the first side picks the coordinates whose drift from
+    its anchor is largest over the whole model (gossipd's mode delta,
+    drift.h) and both average there; both anchor there. With a gain G the
+    mean drift is taken G times from the mean anchor instead."""
+    for i, j in pairs:
         xi = torch.nn.utils.parameters_to_vector(peers[i].parameters())
         xj = torch.nn.utils.parameters_to_vector(peers[j].parameters())
         idx = top_drift((xi - anchors[i]).abs(), density, bounds)
@@ -248,30 +350,53 @@ def mean_model(peers):
 def add_mix_args(ap):
     """The rules' options (cnn_mix.py takes the same)."""
     ap.add_argument("--peers", type=int, default=4)
-    ap.add_argument("--mix", choices=("all", "pairs", "delta", "ddp", "sparse"), default="all")
+    ap.add_argument("--mix", choices=("all", "pairs", "delta", "ddp", "sparse", "share"),
+                    default="all")
     ap.add_argument("--every", type=int, default=1, metavar="STEPS", help="steps between mixes")
     ap.add_argument("--density", type=float, default=1.0,
-                    help="pairs, delta, sparse: share of coordinates mixed")
+                    help="pairs, delta, sparse, share: share of coordinates mixed")
     ap.add_argument("--outer-lr", type=float, default=1.0,
-                    help="the outer step's rate (pairs, delta: each peer's own, after each mix)")
+                    help="the outer step's rate (pairs, delta: each peer's own, after each mix; "
+                    "share: the factor on every share)")
     ap.add_argument("--select", choices=("whole", "tensor", "chunk"), default="whole",
                     help="delta: the largest drift over the whole model (gossipd's), "
                     "or the same share of each tensor, or of each 64 Ki-value chunk")
     ap.add_argument("--values", choices=("fp32", "int8"), default="fp32",
-                    help="sparse: the shares' values as sent")
+                    help="sparse, share: the shares' values as sent")
     ap.add_argument("--stale", type=int, default=0, metavar="MIXES",
                     help="sparse: the others' shares arrive this many mixes late")
+    ap.add_argument("--eager", action="store_true",
+                    help="sparse with --stale: each peer takes its own share whole at once "
+                    "in place of the mean it does not know yet, and the mean when it comes "
+                    "(DiLoCo's eager updates)")
+    ap.add_argument("--own-weight", choices=("mean", "whole"), default="mean",
+                    help="share: a peer's own share at 1 / PEERS at once, or whole until "
+                    "its next round")
+    ap.add_argument("--stagger", action="store_true",
+                    help="share: the peers' rounds spread over the interval")
+    ap.add_argument("--delay", type=int, default=0, metavar="STEPS",
+                    help="share: a share reaches each other peer after 0 to STEPS steps")
+    ap.add_argument("--loss", type=float, default=0.0,
+                    help="share: the chance a share never reaches a given peer")
     ap.add_argument("--gain", type=float, default=1.0,
                     help="delta: the pair's mean drift taken this many times (1: the mean)")
     ap.add_argument("--outer-momentum", type=float, default=0.0, metavar="MU",
                     help="the outer step's Nesterov momentum (0: none)")
+    ap.add_argument("--pairing", choices=("random", "cycle", "each"), default="random",
+                    help="pairs, delta: random disjoint pairs, disjoint pairs taking "
+                    "every partner in turn, or each peer starting one exchange with "
+                    "any other (gossipd's pattern: give it twice the --every)")
 
 
 def check_mix_args(ap, a):
     if a.peers < 2 or a.every < 1 or not 0 < a.density <= 1 or a.outer_lr <= 0 \
-            or not 0 <= a.outer_momentum < 1 or a.stale < 0 or a.gain <= 0:
+            or not 0 <= a.outer_momentum < 1 or a.stale < 0 or a.gain <= 0 \
+            or a.delay < 0 or not 0 <= a.loss < 1:
         ap.error("want --peers >= 2, --every >= 1, 0 < --density <= 1, --outer-lr > 0, "
-                 "0 <= --outer-momentum < 1, --stale >= 0, --gain > 0")
+                 "0 <= --outer-momentum < 1, --stale >= 0, --gain > 0, --delay >= 0, "
+                 "0 <= --loss < 1")
+    if a.mix == "share" and a.outer_momentum > 0:
+        ap.error("--mix share takes no --outer-momentum")
 
 
 class Mixer:
@@ -288,6 +413,7 @@ class Mixer:
         self.anchors = [[p.clone() for p in self.anchor] for _ in self.peers]
         self.pmoms = [[torch.zeros_like(p) for p in self.anchor] for _ in self.peers]
         self.pending = []
+        self.mixes = 0
         self.flat = [torch.nn.utils.parameters_to_vector(m.parameters()).detach().clone()
                      for m in self.peers]
         sizes = [p.numel() for p in start.parameters()]
@@ -297,10 +423,16 @@ class Mixer:
                        "chunk": [(lo, min(lo + 65536, ends[-1]))
                                  for lo in range(0, ends[-1], 65536)]
                        }[a.select]
+        if a.mix == "share":
+            # per tensor, as sparse's shares are
+            self.shares = Shares(a, self.peers, list(zip([0] + ends[:-1], ends)), self.rng)
 
     def after_step(self, step):
         """The mix due after STEP (0-based), if one is."""
         a = self.a
+        if a.mix == "share":
+            self.shares.after_step(step)
+            return
         if a.mix == "ddp" or (step + 1) % a.every:
             return
         if a.mix == "all":
@@ -308,10 +440,12 @@ class Mixer:
         elif a.mix == "sparse":
             mix_sparse(self.peers, self.anchors, self.pmoms, self.residual, self.pending, a)
         else:
+            pairs = pairings(len(self.peers), a.pairing, self.rng, self.mixes)
+            self.mixes += 1
             if a.mix == "delta":
-                mix_delta(self.peers, self.flat, a.density, self.rng, self.bounds, a.gain)
+                mix_delta(self.peers, self.flat, a.density, pairs, self.bounds, a.gain)
             else:
-                mix_pairs(self.peers, a.density, self.rng, self.gen)
+                mix_pairs(self.peers, a.density, pairs, self.gen)
             if a.outer_lr != 1 or a.outer_momentum > 0:
                 outer_each(self.peers, self.anchors, self.pmoms, a.outer_lr, a.outer_momentum)
 
