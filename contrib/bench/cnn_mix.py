@@ -56,6 +56,8 @@ step at 0.90 / DDP's; the worst peer's mean from step 300:
   rounds at once with --delay 3: 1.0, 1.3, 1.33; 0.8990, 0.8958, 0.8985
   (--own-weight whole, seed 1: 1.2, 0.8982); --stagger --loss 0.05,
   seed 1: 1.2, 0.8971.
+At --peers 8, seed 1 (DDP 450, 0.9075): share --stagger 250-450 (1.0x),
+worst 0.9045; delta every 2 on 4% 400-600 (1.33x), worst 0.8999.
 """
 import argparse
 import os
