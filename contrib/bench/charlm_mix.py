@@ -418,14 +418,15 @@ class Mixer:
                      for m in self.peers]
         sizes = [p.numel() for p in start.parameters()]
         ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+        tensors = list(zip([0] + ends[:-1], ends))
         self.bounds = {"whole": [],
-                       "tensor": list(zip([0] + ends[:-1], ends)),
+                       "tensor": tensors,
                        "chunk": [(lo, min(lo + 65536, ends[-1]))
                                  for lo in range(0, ends[-1], 65536)]
                        }[a.select]
         if a.mix == "share":
             # per tensor, as sparse's shares are
-            self.shares = Shares(a, self.peers, list(zip([0] + ends[:-1], ends)), self.rng)
+            self.shares = Shares(a, self.peers, tensors, self.rng)
 
     def after_step(self, step):
         """The mix due after STEP (0-based), if one is."""

@@ -8,8 +8,8 @@ initial model), mixed exactly after every EVERY steps by one of
 contrib/bench/charlm_mix.py's rules (its header says what each does and
 what it sends):
 
-  all, pairs, delta, sparse   charlm_mix.py's, with its options (its
-                              Mixer, the same code)
+  all, pairs, delta,          charlm_mix.py's, with its options (its
+  sparse, share               Mixer, the same code)
   ddp                         one model on the mean of the PEERS shards'
                               gradients each step (attach.sh's DDP)
 
