@@ -27,6 +27,7 @@
 #include "closing.h"
 #include "config_key.h"
 #include "data.h"
+#include "gossip_mode.h"
 #include "log.h"
 #include "mask.h"
 #include "model.h"
@@ -83,7 +84,8 @@ static const struct config_key config_keys[] = {
 	  "how exchanged values and a joiner's pulled model travel; int8 has one scale per 64 "
 	  "values (default: int8)" },
 	{ "density", 0, "X", CT_DOUBLE, OFF(density), 1e-6, 1, NULL, 1,
-	  "saps, delta: fraction of the model one exchange mixes (default: 0.04)" },
+	  "saps, delta, share: fraction of the model one exchange or share carries"
+	  " (default: 0.04)" },
 	{ "density_start", 0, "X", CT_DOUBLE, OFF(density_start), 0, 1, NULL, 1,
 	  "built-in trainer: density of the first exchanges, growing to density by the end of"
 	  " the step budget as the square of the share spent; 0 = density throughout"
@@ -91,7 +93,8 @@ static const struct config_key config_keys[] = {
 	{ "mask_block", 0, "N", CT_INT, OFF(mask_block), 1, 1 << 20, NULL, 1,
 	  "saps: consecutive coordinates per mask block (default: 64)" },
 	{ "interval", 0, "STEPS", CT_INT, OFF(interval), 1, 1000000, NULL, 1,
-	  "local steps between the exchanges this peer starts (default: 4)" },
+	  "local steps between the exchanges (share: the shares) this peer starts"
+	  " (default: 4)" },
 	{ "lag", 0, "ROUNDS", CT_INT, OFF(lag), 0, 1000, NULL, 1,
 	  "pause training while an exchange this peer started this many rounds ago is"
 	  " still running; 0: never pause (default: 0)" },
@@ -531,21 +534,26 @@ config_rule_job(const struct config *c, struct errbuf *err)
 	return 0;
 }
 
-/* The outer step adds to the model on the host (outer.h). */
+/* The outer step and mode share add to the model on the host (outer.h,
+ * share.h). */
 static int
-config_rule_outer(const struct config *c, struct errbuf *err)
+config_rule_increment(const struct config *c, struct errbuf *err)
 {
-	if ((c->outer_lr != 1 || c->outer_momentum > 0) && c->trainer == TRAINER_BUILTIN &&
-	    strncmp(c->device, "cuda", 4) == 0)
+	if (c->trainer != TRAINER_BUILTIN || strncmp(c->device, "cuda", 4) != 0)
+		return 0;
+	if (c->outer_lr != 1 || c->outer_momentum > 0)
 		return errbuf_set(err, -EINVAL, "outer_lr, outer_momentum: the outer step needs "
 		    "device cpu (the cuda backend has no increment)");
+	if (gossip_mode_row(c->mode)->shares)
+		return errbuf_set(err, -EINVAL, "mode: share needs device cpu (the cuda backend "
+		    "has no increment)");
 	return 0;
 }
 
 static int (*const config_rules[])(const struct config *c, struct errbuf *err) = {
 	config_rule_key_file, config_rule_listen, config_rule_metrics_listen, config_rule_probe,
 	config_rule_resume, config_rule_model, config_rule_mask, config_rule_job,
-	config_rule_outer,
+	config_rule_increment,
 };
 
 static int

@@ -16,13 +16,8 @@
  * the memory is d floats whatever the number of partners, plus a 64 Ki
  * float chunk and a 256 KiB histogram for the selection.
  *
- * Selection reads the model in chunks, twice: a histogram of |drift| by its
- * float's top 16 bits gives the threshold bin, then the coordinates above
- * it are taken, and as many of the threshold bin's as fill k, drawn
- * uniformly (ties must not favour the model's first layers). k come out
- * (a few fewer if the model moved between the passes; never more), sorted,
- * in O(d) and without a d-sized scratch; the threshold is exact to 1/128
- * of its value.
+ * Selection reads the model in chunks, twice (topk.h): k come out (a few
+ * fewer if the model moved between the passes; never more), sorted.
  */
 #ifndef GD_DRIFT_H
 #define GD_DRIFT_H

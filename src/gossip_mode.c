@@ -33,6 +33,10 @@ static const struct gossip_mode_row gossip_modes[GOSSIP_MODE_N] = {
 	[GOSSIP_DELTA] = { "delta", 2,
 	    "the coordinates that moved most since they were last mixed (delta)",
 	    NULL, drift_select, NULL, 0, 0, GOSSIP_SAPS },
+	/* Closing as delta does, for the same reason. */
+	[GOSSIP_SHARE] = { "share", 3,
+	    "send every member its largest moves since its last round (share)",
+	    NULL, NULL, NULL, 0, 0, GOSSIP_SAPS, 1 },
 };
 
 const struct gossip_mode_row *

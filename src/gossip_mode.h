@@ -7,7 +7,8 @@
  * REPLY, the averaging, value formats, vetting) is the same for every mode,
  * so the exchange (gossip.c), the config, the closing phase and attach read
  * these fields and none compares modes. Adding a mode is a row here and the
- * functions it names.
+ * functions it names. Mode share is no exchange: its row says so (shares)
+ * and rounds sends shares (share.h) in its rounds instead.
  *
  * Kept apart from gossip.h so that config.c can name the modes without the
  * exchange code: the row's functions are the mask and drift modules'.
@@ -52,6 +53,10 @@ struct gossip_mode_row {
 	int exclusive;
 	/* The mode of closing exchanges (gossipd(8) CLOSING). */
 	enum gossip_mode closes_as;
+	/* Its rounds send every member a share (share.h) in place of an
+	 * exchange with one partner: no REQ is in this mode, and its peers
+	 * exchange only in the closing phase. */
+	int shares;
 };
 
 /* NULL past the table. */

@@ -156,7 +156,7 @@ gossip_req_decode(const uint8_t *buf, size_t len, struct gossip_req *q, struct e
 		return errbuf_set(err, -EBADMSG, "%zu bytes, shorter than a header", len);
 	if (buf[0] != GOSSIP_WIRE_VERSION)
 		return errbuf_set(err, -EBADMSG, "version %u", buf[0]);
-	if (gossip_mode_by_wire(buf[1], &q->mode) < 0)
+	if (gossip_mode_by_wire(buf[1], &q->mode) < 0 || gossip_mode_row(q->mode)->shares)
 		return errbuf_set(err, -EBADMSG, "mode %u", buf[1]);
 	if (buf[2] >= GOSSIP_VALUES_N)
 		return errbuf_set(err, -EBADMSG, "values %u", buf[2]);

@@ -308,6 +308,21 @@ static const struct metric_def metric_defs[] = {
 	    "members whose suspicion is at least 0.5: not partners, not mixed" },
 	{ "trust", "clipped", MK_NUMBER, "gossipd_trust_clipped_total", C, NULL,
 	    "received slices pulled in to the clipping radius" },
+	/* stats.share: mode share (share.h) */
+	{ "share", "rounds", MK_NUMBER, "gossipd_share_rounds_total", C, NULL,
+	    "mode share: rounds that sent this peer's share" },
+	{ "share", "sent", MK_NUMBER, "gossipd_share_sent_total", C, NULL,
+	    "share messages a member acknowledged" },
+	{ "share", "send_failed", MK_NUMBER, "gossipd_share_send_failed_total", C, NULL,
+	    "share messages that did not reach their member" },
+	{ "share", "received", MK_NUMBER, "gossipd_share_received_total", C, NULL,
+	    "share messages received" },
+	{ "share", "applied", MK_NUMBER, "gossipd_share_applied_total", C, NULL,
+	    "received shares added to the model" },
+	{ "share", "clipped", MK_NUMBER, "gossipd_share_clipped_total", C, NULL,
+	    "received shares scaled down to the clipping radius" },
+	{ "share", "refused", MK_MAP, "gossipd_share_refused_total", C, "reason",
+	    "received shares dropped, by reason" },
 	/* stats.pull: serving chunks to joiners */
 	{ "pull", "chunks_served", MK_NUMBER, "gossipd_pull_chunks_served_total", C, NULL,
 	    "model chunks served to joiners" },
@@ -405,7 +420,7 @@ static const struct {
 /* The sections whose fields are exported, in this order. */
 static const char *const sections[] = {
 	"status", "attach", "closing", "train", "model", "transport", "membership", "gossip",
-	"select", "trust", "pull", "bootstrap", "http", "peer",
+	"select", "trust", "share", "pull", "bootstrap", "http", "peer",
 };
 
 struct render {

@@ -20,6 +20,7 @@
 #include "pull.h"
 #include "outer.h"
 #include "rounds.h"
+#include "share.h"
 #include "train.h"
 #include "trust.h"
 
@@ -35,6 +36,8 @@ struct rounds {
 	struct pace *pace;
 	struct outer *outer;      /* the outer step, when cfg enables it */
 	struct trust *trust;      /* what gossip received, per member (trust.h) */
+	struct share *share;      /* mode share's state (share.h) */
+	struct trust *share_trust; /* the shares' sizes, per member */
 	uint64_t outer_step;      /* step of the last outer step */
 	struct closing closing;
 	double close_at;          /* the closing phase's next move; < 0: none */
@@ -227,9 +230,46 @@ rounds_outer(struct rounds *r, uint64_t step)
 		log_warn("outer step: %s", strerror(-rc));
 }
 
+static void
+rounds_share_sent(void *arg, int status)
+{
+	struct rounds *r = arg;
+
+	share_sent(r->share, status);
+}
+
+/* Mode share's round: this peer's share to every live member, one message
+ * after another (share.h); nothing to wait for. */
+static void
+rounds_share(struct rounds *r)
+{
+	const struct config *c = r->cfg;
+	struct share_params p = { c->values, rounds_density(r),
+	    (size_t)((c->max_message_size - SHARE_HEADER) / SHARE_COORD_MAX) };
+	size_t n = rounds_live(r), count, len;
+	int rc;
+
+	if (r->stopped)
+		return;
+	if ((rc = share_round(r->share, r->m, &p, n + 1, &count)) < 0) {
+		log_warn("share: %s", strerror(-rc));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = 0; j < count; j++) {
+			const uint8_t *msg = share_message(r->share, j, &len);
+
+			if ((rc = r->ops.send(r->ops.arg, r->addrs[i], SHARE_T_SHARE, msg, len,
+			    rounds_share_sent, r)) < 0)
+				share_sent(r->share, rc);
+		}
+	}
+}
+
 /* Start a round if `interval` steps have passed since the last one began.
- * The trainer waits for it only with lag (pace). The step is read once:
- * an external trainer's can move between two reads. */
+ * The trainer waits for it only with lag (pace), and never for a share.
+ * The step is read once: an external trainer's can move between two
+ * reads. */
 void
 rounds_on_step(struct rounds *r, double now)
 {
@@ -245,7 +285,10 @@ rounds_on_step(struct rounds *r, double now)
 		return;
 	r->round_step = step;
 	r->retries = 0;
-	rounds_start(r, now, NULL);
+	if (gossip_mode_row(r->cfg->mode)->shares)
+		rounds_share(r);
+	else
+		rounds_start(r, now, NULL);
 }
 
 void
@@ -254,8 +297,10 @@ rounds_start_at(struct rounds *r, uint64_t step)
 	if (r == NULL)
 		return;
 	r->round_step = r->outer_step = step;
-	/* The model is the job's from here: the outer step anchors at it. */
+	/* The model is the job's from here: the outer step anchors at it,
+	 * and mode share where it is ready (rounds_set_ready). */
 	outer_reset(r->outer);
+	share_reset(r->share);
 	gossip_start_at(r->gossip, step);
 }
 
@@ -487,12 +532,33 @@ rounds_agree(struct rounds *r, const char *self)
 	r->joining = 1;
 }
 
+/* A share from addr (share.h), applied at 1 / the live members. Values
+ * refused as bad count against their sender in the exchanges' trust too,
+ * so that the closing phase does not mix in a member the shares shunned:
+ * its first slices would come before that trust has a radius. */
+static void
+rounds_share_recv(struct rounds *r, double now, const char *addr, const uint8_t *payload,
+    size_t len)
+{
+	enum share_refusal why;
+	struct errbuf err = { "" };
+
+	if (share_recv(r->share, r->m, r->share_trust, addr, now, rounds_live(r) + 1, payload,
+	    len, &why, &err) == 0)
+		return;
+	log_debug("share from %s dropped: %s", addr, err.msg);
+	if (why == SHARE_REFUSE_SUSPECT || why == SHARE_REFUSE_NONFINITE)
+		trust_refused(r->trust, addr, now);
+}
+
 void
 rounds_recv(struct rounds *r, double now, const char *addr, uint8_t type,
     const uint8_t *payload, size_t len)
 {
 	if (type >= pull_proto.first && type <= pull_proto.last)
 		pull_recv(r->pull, now, addr, type, payload, len);
+	else if (type == SHARE_T_SHARE)
+		rounds_share_recv(r, now, addr, payload, len);
 	else
 		gossip_recv(r->gossip, now, addr, type, payload, len);
 	/* Exchanges others start count against a closing peer's budget too:
@@ -558,6 +624,8 @@ rounds_apply_params(struct rounds *r, double now)
 	sp = (struct select_params){ c->select, c->bw_ratio, c->stale_after };
 	gossip_set_params(r->gossip, &gp);
 	select_set_params(r->select, &sp);
+	trust_set_params(r->share_trust,
+	    &(struct trust_params){ SHARE_CLIP_SCALE * c->clip_factor });
 	pull_set_timeout(r->pull, c->exchange_timeout);
 	pull_set_values(r->pull, c->values);
 	if (c->lag == 0)
@@ -572,6 +640,9 @@ rounds_set_ready(struct rounds *r, int ready)
 		return;
 	gossip_set_ready(r->gossip, ready);
 	pull_set_ready(r->pull, ready);
+	/* A failure (a model not finite) anchors at the first round. */
+	if (ready && gossip_mode_row(r->cfg->mode)->shares)
+		(void)share_anchor(r->share, r->m);
 }
 
 void
@@ -607,6 +678,9 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 	if ((rc = gossip_new(&gp, m, &gops, &r->gossip)) < 0 ||
 	    (rc = select_new(&sp, &r->select)) < 0 || (rc = pace_new(&r->pace)) < 0 ||
 	    (rc = trust_new(&(struct trust_params){ cfg->clip_factor }, &r->trust)) < 0 ||
+	    (rc = trust_new(&(struct trust_params){ SHARE_CLIP_SCALE * cfg->clip_factor },
+	    &r->share_trust)) < 0 ||
+	    (rc = share_new(&r->share)) < 0 ||
 	    (rc = pull_new(m, cfg->exchange_timeout, joining, &pops, &r->pull)) < 0) {
 		rounds_free(r);
 		return errbuf_set(err, rc, "gossip: %s", strerror(-rc));
@@ -634,6 +708,8 @@ rounds_free(struct rounds *r)
 	outer_free(r->outer);
 	gossip_free(r->gossip);
 	trust_free(r->trust);
+	trust_free(r->share_trust);
+	share_free(r->share);
 	select_free(r->select);
 	pace_free(r->pace);
 	free(r->names);
@@ -679,6 +755,7 @@ void
 rounds_set_tamper(struct rounds *r, gossip_tamper_fn fn, void *arg)
 {
 	gossip_set_tamper(r->gossip, fn, arg);
+	share_set_tamper(r->share, fn, arg);
 }
 
 int
@@ -727,6 +804,7 @@ rounds_stats_json(const struct rounds *r, json_t *stats)
 	select_stats_json(r->select, stats);
 	trust_stats_json(r->trust, util_now(), stats);
 	pull_stats_json(r->pull, stats);
+	share_stats_json(r->share, stats);
 	if (r->outer != NULL)
 		outer_stats_json(r->outer, stats);
 }

@@ -6,9 +6,11 @@
  * `lag`, the trainer waits for the round begun lag rounds ago (pace). A
  * joiner without a checkpoint pulls the model from donors before it
  * trains. Once the trainer's budget is spent, the closing phase starts
- * exchanges back to back (closing.h). The exchange itself is gossip's,
- * the link figures select's, the pull pull's: this module is the policy
- * that joins them, and it owns them.
+ * exchanges back to back (closing.h). In mode share a round sends this
+ * peer's share to every live member instead, and waits for nothing
+ * (share.h). The exchange itself is gossip's, the shares share's, the link
+ * figures select's, the pull pull's: this module is the policy that joins
+ * them, and it owns them.
  *
  * It does no I/O and keeps no clock or timer: every entry point takes
  * `now`, messages go out through its ops' send, and after every call that
@@ -85,7 +87,7 @@ void rounds_start_digest(struct rounds *r, const uint8_t digest[PULL_DIGEST_BYTE
  * point into it: free after the transport is closed. */
 void rounds_free(struct rounds *r);
 
-/* A message of gossip_proto's or pull_proto's range. */
+/* A message of gossip_proto's, pull_proto's or share_proto's range. */
 void rounds_recv(struct rounds *r, double now, const char *addr, uint8_t type,
     const uint8_t *payload, size_t len);
 /* The deadline the owner was asked for has come. */

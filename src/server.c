@@ -30,6 +30,7 @@
 #include "pace.h"
 #include "pull.h"
 #include "rounds.h"
+#include "share.h"
 #include "server.h"
 #include "service.h"
 #include "session.h"
@@ -224,8 +225,8 @@ server_rounds_schedule(void *arg, double at)
 		util_timer_at(&d->rounds_timer, server_rounds_timer, at, now);
 }
 
-/* Messages of the two protocols rounds runs: gossip_proto's and
- * pull_proto's. */
+/* Messages of the protocols rounds runs: gossip_proto's, pull_proto's and
+ * share_proto's. */
 static void
 server_rounds_recv(void *arg, uint64_t sender, const char *addr, uint8_t type,
     const uint8_t *payload, size_t len)
@@ -247,6 +248,8 @@ server_open_rounds(struct daemon *d, struct errbuf *err)
 	if ((rc = rounds_new(&d->cfg, d->model, d->state == PEER_JOINING, &ops, &d->rounds,
 	    err)) < 0 ||
 	    (rc = transport_register(d->transport, &gossip_proto, server_rounds_recv, d,
+	    err)) < 0 ||
+	    (rc = transport_register(d->transport, &share_proto, server_rounds_recv, d,
 	    err)) < 0)
 		return rc;
 	return transport_register(d->transport, &pull_proto, server_rounds_recv, d, err);

@@ -147,6 +147,12 @@ trust_radius(const struct trust *t, double now)
 	return median < 0 ? -1 : t->p.factor * median;
 }
 
+double
+trust_factor(const struct trust *t)
+{
+	return t->p.factor > 0 ? t->p.factor : 0;
+}
+
 void
 trust_freeze(struct trust *t, double now)
 {

@@ -76,6 +76,8 @@ void trust_set_params(struct trust *t, const struct trust_params *p);
  * members heard from within TRUST_FRESH seconds; < 0 (no clipping) while
  * fewer than TRUST_QUORUM such members are known, or with trust off. */
 double trust_radius(const struct trust *t, double now);
+/* The radius's factor (trust_params); 0 with trust off. */
+double trust_factor(const struct trust *t);
 /* This peer's training is over: from now on the median is the one of the
  * votes at now (none without a quorum then). Peers that are done close
  * (closing.h) until they agree (close_distance), so their distances to

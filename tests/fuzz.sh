@@ -12,7 +12,7 @@ for lib in /lib/x86_64-linux-gnu/libc_malloc_debug.so.0 /usr/lib64/libc_malloc_d
 done
 
 failed=
-for name in wire session control config idx ckpt member gossip pull; do
+for name in wire session control config idx ckpt member gossip pull share; do
 	bin="$FLEET_BUILD/tests/fuzz/replay_$name"
 	dir="$FLEET_TOP/tests/fuzz/corpus/$name"
 	[ -x "$bin" ] || fleet_fail "$bin not built"

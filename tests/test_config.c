@@ -197,6 +197,7 @@ test_config(void)
 		    "4000" } },
 		{ "outer_lr, outer_momentum: the outer step needs device cpu", { "--device",
 		    "cuda", "--outer-momentum", "0.9" } },
+		{ "mode: share needs device cpu", { "--device", "cuda", "--mode", "share" } },
 		{ "outer_momentum", { "--outer-momentum", "1" } },
 		{ "start", { "--start", "first" } },
 		/* peers: parsed at load, each address by the same rule. */

@@ -216,3 +216,25 @@ put("pull", "poison", b"\x07" + prec(83, 4 | 0, chunk(38)) +
     prec(83, 4 | 2, chunk(38)[:40] + struct.pack("<f", float("nan")) + chunk(38)[44:]))
 put("pull", "timeout-down", b"\x07" + prec(83, 4 | 0, chunk(38), dt=250) +
     prec(83, 8 | 1, b"") + prec(83, 4 | 2, chunk(38)))
+
+
+# share: flags, then records u8 type, u8 flags, u16 length, message, u8 ms.
+def srec(f, msg, dt=1):
+    return struct.pack("<BBH", 0, f, len(msg)) + msg + bytes([dt])
+
+
+# coordinates 0, 1, 5, 37 (varint gaps 0, 0, 3, 31) of d = 38
+def share(values="fp32", d=38, gaps=(0, 0, 3, 31)):
+    vals = int8(len(gaps)) if values == "int8" else struct.pack("<%df" % len(gaps),
+                                                                *[0.01] * len(gaps))
+    return struct.pack("<BBHIQQQ", 1, 2 if values == "int8" else 0, 0, 0, d, len(gaps),
+                       len(gaps)) + bytes(gaps) + vals
+
+
+# Anchored, through a trust: three members' shares, then a large one.
+put("share", "apply", b"\x03" + srec(0, share()) + srec(1, share("int8")) +
+    srec(0, share(d=39)))
+# After a round of its own (int8): the fallback radius clips a share.
+put("share", "round", b"\x0f" + srec(0, share()) + srec(1, share("int8")))
+# Not anchored: refused; an index past the model.
+put("share", "unanchored", b"\x00" + srec(0, share()) + srec(0, share(gaps=(0, 0, 3, 40))))

@@ -1,0 +1,419 @@
+/*
+ * share: see share.h. The arithmetic is in floats per coordinate, as the
+ * model's; the buffers grow once to the model's size (an attached process
+ * announces it after the daemon starts) and to the largest share.
+ */
+#include "share.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gossip_wire.h"
+#include "mask.h"
+#include "topk.h"
+#include "trust.h"
+#include "util.h"
+#include "wire.h"
+
+static const char *const share_type_names[] = { "SHARE" };
+
+const struct proto share_proto = {
+	"share", SHARE_T_SHARE, SHARE_T_SHARE, share_type_names,
+};
+
+static const char *const share_refusal_names[SHARE_REFUSE_N] = {
+	[SHARE_REFUSE_MALFORMED] = "malformed",
+	[SHARE_REFUSE_SIZE] = "size",
+	[SHARE_REFUSE_NONFINITE] = "nonfinite",
+	[SHARE_REFUSE_SUSPECT] = "suspect",
+	[SHARE_REFUSE_UNANCHORED] = "unanchored",
+};
+
+struct share {
+	float *anchor, *resid, *x;    /* d floats each, once anchored */
+	size_t d;
+	int anchored;
+	struct topk *topk;
+	size_t *idx;                  /* the last round's coordinates */
+	float *vals;                  /* and their values as sent */
+	size_t cap;                   /* of idx and vals */
+	struct mask piece;            /* one message's coordinates */
+	uint8_t *out;                 /* the last round's messages, back to back */
+	size_t out_cap;
+	size_t *ends;                 /* where each ends in out */
+	size_t nmsg, ends_cap;
+	gossip_tamper_fn tamper;      /* test builds only */
+	void *tamper_arg;
+	float *fx;                    /* the model as tampered, d floats */
+	struct mask all;              /* [0, d), for the tamper */
+	struct mask rmask;            /* a received share's coordinates */
+	float *rvals;
+	size_t rcap;
+	double own_rms;               /* of this peer's latest share; 0: none yet */
+	uint64_t rounds, sent, send_failed, received, applied, clipped;
+	uint64_t refused[SHARE_REFUSE_N];
+};
+
+int
+share_new(struct share **out)
+{
+	*out = xcalloc(1, sizeof(**out));
+	(*out)->topk = xmalloc(sizeof(*(*out)->topk));
+	return 0;
+}
+
+void
+share_free(struct share *s)
+{
+	if (s == NULL)
+		return;
+	free(s->anchor);
+	free(s->resid);
+	free(s->x);
+	free(s->fx);
+	mask_free(&s->all);
+	free(s->topk);
+	free(s->idx);
+	free(s->vals);
+	mask_free(&s->piece);
+	free(s->out);
+	free(s->ends);
+	mask_free(&s->rmask);
+	free(s->rvals);
+	free(s);
+}
+
+void
+share_reset(struct share *s)
+{
+	if (s != NULL)
+		s->anchored = 0;
+}
+
+static int
+share_finite(const float *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(v[i]))
+			return 0;
+	return 1;
+}
+
+static double
+share_rms(const float *v, size_t n)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sum += (double)v[i] * v[i];
+	return n > 0 ? sqrt(sum / (double)n) : 0;
+}
+
+/* The radius a share from a member is clipped to (< 0: none): trust's,
+ * or until trust has heard enough members, the same factor times this
+ * peer's own latest share: the first shares of a zeroed member otherwise
+ * come before any radius and go in whole. */
+static double
+share_radius(const struct share *s, const struct trust *trust, double now)
+{
+	double radius;
+
+	if (trust == NULL)
+		return -1;
+	radius = trust_radius(trust, now);
+	if (radius < 0 && s->own_rms > 0 && trust_factor(trust) > 0)
+		radius = trust_factor(trust) * s->own_rms;
+	return radius;
+}
+
+int
+share_anchor(struct share *s, struct model *m)
+{
+	struct model_range all = { 0, m->d };
+	int rc;
+
+	if ((s->anchored && s->d == m->d) || m->d == 0)
+		return 0;
+	if (m->d > s->d) {
+		s->anchor = xrealloc(s->anchor, m->d, sizeof(float));
+		s->resid = xrealloc(s->resid, m->d, sizeof(float));
+		s->x = xrealloc(s->x, m->d, sizeof(float));
+	}
+	s->d = m->d;
+	s->anchored = 0;
+	if ((rc = model_gather(m, &all, 1, s->anchor)) < 0)
+		return rc;
+	if (!share_finite(s->anchor, s->d))
+		return -EDOM;
+	memset(s->resid, 0, s->d * sizeof(float));
+	s->anchored = 1;
+	return 0;
+}
+
+/* The top density of |e| into idx, sorted, with e's values in vals. */
+static size_t
+share_select(struct share *s, double density)
+{
+	double want = round(density * (double)s->d);
+	size_t k = want < 1 ? 1 : want > (double)s->d ? s->d : (size_t)want, n = 0;
+
+	if (k > s->cap) {
+		s->idx = xrealloc(s->idx, k, sizeof(*s->idx));
+		s->vals = xrealloc(s->vals, k, sizeof(*s->vals));
+		s->cap = k;
+	}
+	topk_begin(s->topk);
+	for (size_t i = 0; i < s->d; i++)
+		topk_count(s->topk, s->resid[i]);
+	topk_threshold(s->topk, k);
+	for (size_t i = 0; i < s->d && !topk_full(s->topk); i++) {
+		if (topk_take(s->topk, s->resid[i])) {
+			s->idx[n] = i;
+			s->vals[n++] = s->resid[i];
+		}
+	}
+	topk_end(s->topk);
+	return n;
+}
+
+/* Message i holds coordinates [lo, hi) of the selection; its values are
+ * rounded as the members will read them, so that this peer applies what
+ * they apply. */
+static int
+share_encode(struct share *s, const struct share_params *p, size_t lo, size_t hi)
+{
+	size_t count = hi - lo, max, ilen, at;
+	uint8_t *buf;
+	int rc;
+
+	mask_clear(&s->piece);
+	for (size_t i = lo; i < hi; i++)
+		if ((rc = mask_add(&s->piece, s->idx[i])) < 0)
+			return rc;
+	max = SHARE_HEADER + mask_wire_max(count) + gossip_values_bytes(p->values, count);
+	at = s->nmsg > 0 ? s->ends[s->nmsg - 1] : 0;
+	if (at + max > s->out_cap) {
+		s->out_cap = 2 * (at + max);
+		s->out = xrealloc(s->out, s->out_cap, 1);
+	}
+	if (s->nmsg == s->ends_cap) {
+		s->ends_cap = 2 * s->ends_cap + 4;
+		s->ends = xrealloc(s->ends, s->ends_cap, sizeof(*s->ends));
+	}
+	buf = s->out + at;
+	memset(buf, 0, SHARE_HEADER);
+	buf[0] = SHARE_WIRE_VERSION;
+	buf[1] = (uint8_t)p->values;
+	wire_put_u64(buf + 8, s->d);
+	wire_put_u64(buf + 16, count);
+	ilen = mask_encode(&s->piece, buf + SHARE_HEADER);
+	wire_put_u64(buf + 24, ilen);
+	gossip_values_put(buf + SHARE_HEADER + ilen, s->vals + lo, count, p->values);
+	gossip_values_get(s->vals + lo, buf + SHARE_HEADER + ilen, count, p->values);
+	s->ends[s->nmsg++] = at + SHARE_HEADER + ilen + gossip_values_bytes(p->values, count);
+	return 0;
+}
+
+void
+share_set_tamper(struct share *s, gossip_tamper_fn fn, void *arg)
+{
+	s->tamper = fn;
+	s->tamper_arg = arg;
+}
+
+/* The model as the round reads it: s->x, or with a fault set its faulty
+ * copy (no consensus distance or origin here: the kinds that need them
+ * send the values as they are). */
+static int
+share_tampered(struct share *s, const float **read)
+{
+	int rc;
+
+	*read = s->x;
+	if (s->tamper == NULL)
+		return 0;
+	s->fx = xrealloc(s->fx, s->d, sizeof(float));
+	if ((rc = mask_dense(&s->all, s->d)) < 0)
+		return rc;
+	memcpy(s->fx, s->x, s->d * sizeof(float));
+	s->tamper(s->tamper_arg, &s->all, s->fx, s->d, -1, NULL);
+	*read = s->fx;
+	return 0;
+}
+
+int
+share_round(struct share *s, struct model *m, const struct share_params *p, size_t n,
+    size_t *count)
+{
+	struct model_range all = { 0, m->d };
+	size_t k, piece = p->piece > 0 ? p->piece : 1;
+	const float *read;
+	int rc;
+
+	*count = 0;
+	s->nmsg = 0;
+	if (!s->anchored || s->d != m->d)
+		return share_anchor(s, m);
+	if ((rc = model_gather(m, &all, 1, s->x)) < 0)
+		return rc;
+	if (!share_finite(s->x, s->d))
+		return -EDOM;
+	if ((rc = share_tampered(s, &read)) < 0)
+		return rc;
+	for (size_t i = 0; i < s->d; i++)
+		s->resid[i] += read[i] - s->anchor[i];
+	k = share_select(s, p->density);
+	for (size_t lo = 0; lo < k; lo += piece)
+		if ((rc = share_encode(s, p, lo, lo + piece < k ? lo + piece : k)) < 0) {
+			/* nothing sent: the move stays in the model for the next */
+			for (size_t i = 0; i < s->d; i++)
+				s->resid[i] -= read[i] - s->anchor[i];
+			s->nmsg = 0;
+			return rc;
+		}
+	s->own_rms = share_rms(s->vals, k);
+	for (size_t i = 0; i < k; i++) {
+		s->resid[s->idx[i]] -= s->vals[i];
+		s->anchor[s->idx[i]] += (float)(s->vals[i] * (1.0 / (double)n));
+	}
+	/* x becomes the increment that takes the model to the anchor. */
+	for (size_t i = 0; i < s->d; i++)
+		s->x[i] = s->anchor[i] - s->x[i];
+	if ((rc = model_add_in(m, &all, 1, s->x)) < 0)
+		return rc;
+	s->rounds++;
+	*count = s->nmsg;
+	return 0;
+}
+
+const uint8_t *
+share_message(const struct share *s, size_t i, size_t *len)
+{
+	size_t at = i > 0 ? s->ends[i - 1] : 0;
+
+	*len = s->ends[i] - at;
+	return s->out + at;
+}
+
+/* Decodes buf into rmask and rvals: every length checked against the bytes
+ * received before anything is read. */
+static int
+share_decode(struct share *s, const uint8_t *buf, size_t len, size_t d,
+    enum share_refusal *why, struct errbuf *err)
+{
+	enum gossip_values fmt;
+	uint64_t md, count, ilen;
+
+	*why = SHARE_REFUSE_MALFORMED;
+	if (len < SHARE_HEADER || buf[0] != SHARE_WIRE_VERSION)
+		return errbuf_set(err, -EBADMSG, "short or of an unknown version");
+	if (buf[1] >= GOSSIP_VALUES_N)
+		return errbuf_set(err, -EBADMSG, "unknown value format %u", buf[1]);
+	fmt = (enum gossip_values)buf[1];
+	md = wire_get_u64(buf + 8);
+	count = wire_get_u64(buf + 16);
+	ilen = wire_get_u64(buf + 24);
+	if (md != d) {
+		*why = SHARE_REFUSE_SIZE;
+		return errbuf_set(err, -EBADMSG, "a model of %llu parameters, ours has %zu",
+		    (unsigned long long)md, d);
+	}
+	if (count == 0 || count > d || ilen > len - SHARE_HEADER ||
+	    gossip_values_bytes(fmt, count) != len - SHARE_HEADER - ilen)
+		return errbuf_set(err, -EBADMSG, "lengths do not add up");
+	if (mask_decode(&s->rmask, buf + SHARE_HEADER, ilen, count, d) < 0)
+		return errbuf_set(err, -EBADMSG, "bad indices");
+	if (count > s->rcap) {
+		s->rvals = xrealloc(s->rvals, count, sizeof(float));
+		s->rcap = count;
+	}
+	gossip_values_get(s->rvals, buf + SHARE_HEADER + ilen, count, fmt);
+	if (!share_finite(s->rvals, count)) {
+		*why = SHARE_REFUSE_NONFINITE;
+		return errbuf_set(err, -EBADMSG, "values that are not finite");
+	}
+	return 0;
+}
+
+int
+share_recv(struct share *s, struct model *m, struct trust *trust, const char *addr,
+    double now, size_t n, const uint8_t *buf, size_t len, enum share_refusal *why,
+    struct errbuf *err)
+{
+	double rms, radius, w;
+	size_t count, at = 0;
+	int rc;
+
+	s->received++;
+	if ((rc = share_decode(s, buf, len, m->d, why, err)) < 0)
+		goto refused;
+	count = s->rmask.count;
+	if (!s->anchored || s->d != m->d) {
+		*why = SHARE_REFUSE_UNANCHORED;
+		rc = errbuf_set(err, -EAGAIN, "no anchor yet");
+		goto refused;
+	}
+	rms = share_rms(s->rvals, count);
+	radius = share_radius(s, trust, now);
+	if (trust != NULL && trust_observe(trust, addr, now,
+	    &(struct trust_slice){ rms, radius, 0, 0, 0 })) {
+		*why = SHARE_REFUSE_SUSPECT;
+		rc = errbuf_set(err, -EPERM, "its sender is suspect");
+		goto refused;
+	}
+	w = 1.0 / (double)n;
+	if (radius > 0 && rms > radius) {
+		w *= radius / rms;
+		s->clipped++;
+	}
+	for (size_t r = 0; r < s->rmask.n; r++) {
+		for (size_t i = 0; i < s->rmask.r[r].len; i++, at++) {
+			s->rvals[at] = (float)(w * s->rvals[at]);
+			s->anchor[s->rmask.r[r].off + i] += s->rvals[at];
+		}
+	}
+	if ((rc = model_add_in(m, s->rmask.r, s->rmask.n, s->rvals)) < 0)
+		return rc;
+	s->applied++;
+	return 0;
+refused:
+	s->refused[*why]++;
+	return rc;
+}
+
+void
+share_sent(struct share *s, int status)
+{
+	if (status == 0)
+		s->sent++;
+	else
+		s->send_failed++;
+}
+
+int
+share_stats_json(const struct share *s, json_t *obj)
+{
+	json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "rounds", (json_int_t)s->rounds,
+	    "sent", (json_int_t)s->sent, "send_failed", (json_int_t)s->send_failed,
+	    "received", (json_int_t)s->received, "applied", (json_int_t)s->applied,
+	    "clipped", (json_int_t)s->clipped);
+	json_t *r = json_object();
+
+	if (j == NULL || r == NULL)
+		goto fail;
+	for (int i = 0; i < SHARE_REFUSE_N; i++)
+		if (json_object_set_new(r, share_refusal_names[i],
+		    json_integer((json_int_t)s->refused[i])) < 0)
+			goto fail;
+	if (json_object_set_new(j, "refused", r) < 0) {
+		r = NULL;
+		goto fail;
+	}
+	return json_object_set_new(obj, "share", j) == 0 ? 0 : -ENOMEM;
+fail:
+	json_decref(j);
+	json_decref(r);
+	return -ENOMEM;
+}

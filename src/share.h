@@ -1,0 +1,131 @@
+/*
+ * share: mode share (gossipd(8), SHARE). Every `interval` steps, at its own
+ * step boundary, a peer sends every live member the coordinates it moved
+ * most since its last round, and each member adds them to its model at
+ * 1/n; a peer adds its own share at 1/n as well. Without loss every peer
+ * so takes every share once at the same weight, and the members' models
+ * stay one model plus each one's steps since its last round: DiLoCo's
+ * outer step on the mean of the members' moves (outer lr 1, no momentum),
+ * sparse, with no round, no barrier and no all-reduce. Pairwise exchanges
+ * (modes saps, dense, delta) average two models; the mean of every
+ * member's moves learns more per step (contrib/bench/cnn_mix.py: 1.1-1.2x
+ * DDP's steps to 0.90 against delta's 1.3x at equal bytes).
+ *
+ * The state, d floats each: the anchor A, the job's model as this peer
+ * knows it (every share it applied), and the residual e, what its own
+ * steps moved that no share has carried yet (error feedback, as drift's
+ * anchor is for delta). A round: e += x - A; the top density of |e|, in
+ * the value format as sent, is the share s; e -= s; A += s/n; and the
+ * model goes to A, by an increment queued like a mix (model_add_in), so
+ * that an attached process sees it at its next boundary and a step the
+ * trainer takes meanwhile is kept. A received share s: A += s/n and the
+ * model += s/n. n: the live members this peer knows, itself included.
+ *
+ * Received shares are vetted before they touch anything (finite, the
+ * model's size, indices in bounds) and measured by their RMS against the
+ * members' latest (trust.h, a trust of its own: a share's size is not an
+ * exchange's distance): one beyond the radius is scaled down to it, and a
+ * member whose shares keep lying beyond it is suspect, and its shares are
+ * dropped, until they come back in. A share lost on the way, clipped, or
+ * weighted by a different n leaves the anchors apart by it; the closing
+ * phase's pairwise exchanges bring the models together at the end.
+ *
+ * A share is sent as messages of at most `piece` coordinates, each whole
+ * in itself (indices, values), so no message waits for another.
+ *
+ * No I/O and no clock: rounds sends the messages and says when.
+ * Memory: three floats per parameter (A, e and a read of the model).
+ */
+#ifndef GD_SHARE_H
+#define GD_SHARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "gossip.h"	/* gossip_tamper_fn */
+#include "kinds.h"	/* enum gossip_values */
+#include "model.h"
+#include "proto.h"
+
+struct errbuf;
+struct trust;
+
+/* The shares' trust clips at this times clip_factor x the median: honest
+ * shares differ more than exchanged slices' distances do, since a share's
+ * size follows its sender's learning rate, and near the end of a decaying
+ * schedule a peer a little behind sends several times the others' (in
+ * tests/share.sh's 2 epochs, up to 4x the median in a run whose slowest
+ * peer ran at 0.7x the others' speed, and 7x once as the others ended). */
+#define SHARE_CLIP_SCALE 4.0
+
+/* Message type: in gossip's free range (gossip.h). */
+#define SHARE_T_SHARE	84
+
+/* The range and its names, for the transport (proto.h). */
+extern const struct proto share_proto;
+
+#define SHARE_WIRE_VERSION 1
+/*	0 version(u8)=1  1 values(u8)  2 0(u16)  4 0(u32)  8 d(u64)
+ *	16 count(u64)  24 ilen(u64)  32 indices (mask_encode, ilen bytes),
+ *	then count values (gossip_wire.h's formats), little-endian */
+#define SHARE_HEADER 32
+/* Most bytes one coordinate takes in a message: a varint index (10) and
+ * an fp32 value (4), or an int8 one with a block's scale to itself (5),
+ * rounded up: a message of (max_message_size - SHARE_HEADER) /
+ * SHARE_COORD_MAX coordinates always fits. */
+#define SHARE_COORD_MAX 16
+
+struct share_params {
+	enum gossip_values values;
+	double density;        /* the share of the coordinates a round sends */
+	size_t piece;          /* most coordinates in one message */
+};
+
+/* Why a received share touched nothing (stats "share"."refused"). */
+enum share_refusal {
+	SHARE_REFUSE_MALFORMED,   /* the bytes do not decode */
+	SHARE_REFUSE_SIZE,        /* another model size than this peer's */
+	SHARE_REFUSE_NONFINITE,   /* a NaN or an infinity */
+	SHARE_REFUSE_SUSPECT,     /* its sender is suspect (trust.h) */
+	SHARE_REFUSE_UNANCHORED,  /* this peer holds no anchor: not in mode share, or
+	                           * its model is not the job's yet */
+	SHARE_REFUSE_N
+};
+
+struct share;
+
+int share_new(struct share **out);
+void share_free(struct share *s);
+/* The model was replaced (pulled, restored, the job's start): the anchor
+ * is taken afresh, the residual is emptied. */
+void share_reset(struct share *s);
+/* Anchor at m as it is, unless anchored: where the job's model starts. 0,
+ * or a negative errno (the next round tries again). */
+int share_anchor(struct share *s, struct model *m);
+/* One round over m among n live members (this peer included); *count
+ * messages are ready (share_message) until the next round. The first
+ * round after a reset only anchors (0 messages). -EDOM: the model holds
+ * values that are not finite; nothing changed. */
+int share_round(struct share *s, struct model *m, const struct share_params *p, size_t n,
+    size_t *count);
+const uint8_t *share_message(const struct share *s, size_t i, size_t *len);
+/* A message from addr: applied at 1/n (n as in share_round), scaled down
+ * to trust's radius beyond it (0), or refused and counted (a negative
+ * errno, *why and err say why; -ENOMEM from the model alone leaves *why
+ * unset). trust may be NULL: nothing is clipped or suspected. */
+int share_recv(struct share *s, struct model *m, struct trust *trust, const char *addr,
+    double now, size_t n, const uint8_t *buf, size_t len, enum share_refusal *why,
+    struct errbuf *err);
+/* The test build's fault (fault.h) on the model a round reads, for the
+ * share only: the faulty peer's residual takes the faulty values, its
+ * model still goes to its anchor. */
+void share_set_tamper(struct share *s, gossip_tamper_fn fn, void *arg);
+/* A message of the last round reached its member (status 0) or not. */
+void share_sent(struct share *s, int status);
+/* "share": {rounds, sent, send_failed, received, applied, clipped,
+ * refused: {malformed, size, nonfinite, suspect, unanchored}} */
+int share_stats_json(const struct share *s, json_t *obj);
+
+#endif

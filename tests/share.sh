@@ -1,0 +1,89 @@
+#!/bin/bash
+# Mode share on real peers: 4 gossipd peers with the built-in trainer, 2
+# epochs, each sending its share to every member every 4 steps. Every peer
+# learns (>= 0.80), every share sent is received, none is malformed, and
+# each peer applies at least 80% of those it receives (the rest clipped
+# or dropped as a suspect's: near the end of a decaying schedule a peer
+# far behind sends shares several times the others'). Every peer trains at
+# most 150 steps a second (--max-step-rate), so that the peers keep pace
+# with each other on a busy machine.
+#
+# Then a zeroed member (tests/gossipd_faulty --fault scale:0: its shares
+# carry minus the job's model) beside 3 healthy ones: each healthy peer
+# clips its shares, comes to suspect it and drops them, and finishes at
+# its normal accuracy (>= 0.80).
+. "$(dirname "$0")/fleet.sh"
+fleet_need_data
+fleet_keygen "$FLEET_DIR/key"
+
+FAULTY=$FLEET_BUILD/tests/gossipd_faulty
+[ -x "$FAULTY" ] || fleet_fail "$FAULTY not built"
+
+# job NAME [FAULT]: peers NAME0..NAME3; with FAULT, NAME3 is the faulty
+# daemon with --fault FAULT.
+job() {
+	local i port addrs=() peers bin extra
+	for i in 0 1 2 3; do
+		fleet_port port
+		addrs+=("127.0.0.1:$port")
+	done
+	peers=$(IFS=,; echo "${addrs[*]}")
+	for i in 0 1 2 3; do
+		bin=$GOSSIPD extra=()
+		if [ -n "${2:-}" ] && [ "$i" = 3 ]; then bin=$FAULTY extra=(--fault "$2"); fi
+		GOSSIPD=$bin fleet_gossipd "$1$i" --listen "${addrs[i]}" \
+			--key-file "$FLEET_DIR/key" --peers "$peers" --shard "$i/4" --epochs 2 \
+			--eval-samples 2000 --mode share --linger yes --seed 5 --max-step-rate 150 \
+			"${extra[@]}"
+	done
+	for i in 0 1 2 3; do fleet_wait_up "$1$i" || return; done
+}
+
+fleet_up job s
+for i in 0 1 2 3; do fleet_wait_status "s$i" .state done "finish" 180; done
+# every peer done: no share is in flight any more
+for i in 0 1 2 3; do
+	fleet_ctl "s$i" --json status >"$FLEET_DIR/s$i.json" || fleet_fail "status s$i"
+	fleet_ctl "s$i" --json stats >"$FLEET_DIR/s$i.stats" || fleet_fail "stats s$i"
+done
+sent=0 received=0
+for i in 0 1 2 3; do
+	acc=$(fleet_json .accuracy <"$FLEET_DIR/s$i.json")
+	sh=$(fleet_json -c .share <"$FLEET_DIR/s$i.stats")
+	echo "peer $i: accuracy $acc, share $sh"
+	$PYTHON -c "import sys; sys.exit(0 if $acc >= 0.80 else 1)" ||
+		fleet_fail "peer $i accuracy $acc < 0.80"
+	$PYTHON - "$sh" <<'PY' || fleet_fail "peer $i: $sh"
+import json, sys
+s = json.loads(sys.argv[1])
+r = s["refused"]
+# honest shares always decode; a few may be clipped or dropped where a
+# peer runs far behind the others near the end (share.h)
+sys.exit(0 if s["rounds"] > 10 and r["malformed"] + r["size"] + r["nonfinite"] == 0
+         and s["applied"] >= 0.8 * s["received"] else 1)
+PY
+	sent=$((sent + $(fleet_json .share.sent <"$FLEET_DIR/s$i.stats")))
+	received=$((received + $(fleet_json .share.received <"$FLEET_DIR/s$i.stats")))
+done
+[ "$sent" -eq "$received" ] || fleet_fail "$sent shares sent, $received received"
+fleet_ok "share: every peer >= 0.80, all $sent shares received"
+for i in 0 1 2 3; do fleet_ctl "s$i" leave >/dev/null; done
+for i in 0 1 2 3; do fleet_wait_exit "s$i" 30 || fleet_fail "peer $i exited non-zero"; done
+
+fleet_up job z scale:0
+for i in 0 1 2; do
+	fleet_wait_status "z$i" .state done "finish" 180
+	fleet_ctl "z$i" --json status >"$FLEET_DIR/z$i.json" || fleet_fail "status z$i"
+	fleet_ctl "z$i" --json stats >"$FLEET_DIR/z$i.stats" || fleet_fail "stats z$i"
+	acc=$(fleet_json .accuracy <"$FLEET_DIR/z$i.json")
+	clipped=$(fleet_json .share.clipped <"$FLEET_DIR/z$i.stats")
+	dropped=$(fleet_json .share.refused.suspect <"$FLEET_DIR/z$i.stats")
+	echo "healthy peer $i: accuracy $acc, $clipped shares clipped, $dropped dropped as a suspect's"
+	$PYTHON -c "import sys; sys.exit(0 if $acc >= 0.80 else 1)" ||
+		fleet_fail "healthy peer $i accuracy $acc < 0.80"
+	[ "$clipped" -gt 0 ] && [ "$dropped" -gt 0 ] ||
+		fleet_fail "healthy peer $i: $clipped clipped, $dropped dropped"
+done
+fleet_ok "share: healthy peers >= 0.80 beside a zeroed member, whose shares they drop"
+for i in 0 1 2 3; do fleet_ctl "z$i" leave >/dev/null || true; done
+for i in 0 1 2; do fleet_wait_exit "z$i" 30 || fleet_fail "healthy peer $i exited non-zero"; done

@@ -1,0 +1,286 @@
+/*
+ * share: mode share's rule on three in-process peers over host-memory
+ * models (as attached processes' are), every message handed over by hand.
+ * With every share delivered the peers hold one model: the start plus the
+ * mean of their moves, exactly in fp32 once the residuals are sent, near
+ * it in int8; a share cut into pieces gives what one message gives. Bad
+ * messages touch nothing and are counted by reason; a member whose shares
+ * are far larger than the others' is clipped, then suspected and dropped.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "model.h"
+#include "share.h"
+#include "trust.h"
+#include "util.h"
+
+#define D 64
+#define P 3
+
+static struct model *m[P];
+static struct share *s[P];
+static float mem[P][D];
+
+static void
+setup(void)
+{
+	struct errbuf err = { "" };
+
+	for (int p = 0; p < P; p++) {
+		REQUIRE(model_new_shared(&m[p], &err) == 0);
+		for (int i = 0; i < D; i++)
+			mem[p][i] = (float)i / D;
+		model_share(m[p], mem[p], D);
+		REQUIRE(share_new(&s[p]) == 0);
+		REQUIRE(share_anchor(s[p], m[p]) == 0);
+	}
+}
+
+static void
+teardown(void)
+{
+	for (int p = 0; p < P; p++) {
+		share_free(s[p]);
+		model_free(m[p]);
+	}
+}
+
+/* Peer p's move: distinct per peer and coordinate. */
+static float
+move(int p, int i)
+{
+	return (float)((p + 1) * (i % 7 - 3)) / 8.0f;
+}
+
+static void
+train(int p)
+{
+	for (int i = 0; i < D; i++)
+		mem[p][i] += move(p, i);
+}
+
+/* Peer p's round, its messages delivered to the others at once; returns
+ * how many there were. */
+static size_t
+round_of(int p, const struct share_params *sp)
+{
+	size_t count, len;
+	enum share_refusal why;
+	struct errbuf err = { "" };
+
+	REQUIRE(share_round(s[p], m[p], sp, P, &count) == 0);
+	for (size_t j = 0; j < count; j++) {
+		const uint8_t *msg = share_message(s[p], j, &len);
+
+		for (int q = 0; q < P; q++)
+			if (q != p)
+				CHECKF(share_recv(s[q], m[q], NULL, "peer", 0, P, msg, len, &why,
+				    &err) == 0, "%s", err.msg);
+	}
+	return count;
+}
+
+/* Every peer's model at the start plus the mean move, within tol. */
+static void
+check_mean(float tol)
+{
+	for (int p = 0; p < P; p++) {
+		for (int i = 0; i < D; i++) {
+			float want = (float)i / D + (move(0, i) + move(1, i) + move(2, i)) / P;
+
+			CHECKF(fabsf(mem[p][i] - want) <= tol, "peer %d x[%d] = %g, want %g", p, i,
+			    mem[p][i], want);
+		}
+	}
+}
+
+/* Staggered rounds: each peer trains, then shares; the shares of the
+ * others land on top of its own steps. */
+static void
+test_mean(void)
+{
+	struct share_params sp = { GOSSIP_FP32, 1.0, 1000 };
+	size_t count;
+
+	setup();
+	for (int p = 0; p < P; p++)
+		train(p);
+	for (int p = 0; p < P; p++)
+		round_of(p, &sp);
+	check_mean(1e-6f);
+	/* nothing moved since: an empty residual sends zeros, moves nothing */
+	round_of(1, &sp);
+	check_mean(1e-6f);
+	/* after a reset the first round only anchors */
+	share_reset(s[0]);
+	CHECK(share_round(s[0], m[0], &sp, P, &count) == 0 && count == 0);
+	teardown();
+}
+
+/* A quarter of the coordinates a round, cut into messages of 5: the
+ * residual carries the rest, and four rounds each send all of it. */
+static void
+test_residual_pieces(void)
+{
+	struct share_params sp = { GOSSIP_FP32, 0.25, 5 };
+	size_t count;
+
+	setup();
+	for (int p = 0; p < P; p++)
+		train(p);
+	count = round_of(0, &sp);
+	CHECKF(count == 4, "%zu messages", count);
+	for (int r = 0; r < 4; r++)
+		for (int p = r == 0 ? 1 : 0; p < P; p++)
+			round_of(p, &sp);
+	check_mean(1e-5f);
+	teardown();
+}
+
+/* int8 values: the rounding the others read is the one the sender
+ * applies and keeps out of its residual, so the peers still agree. */
+static void
+test_int8(void)
+{
+	struct share_params sp = { GOSSIP_INT8, 0.5, 1000 };
+
+	setup();
+	for (int p = 0; p < P; p++)
+		train(p);
+	for (int r = 0; r < 6; r++)
+		for (int p = 0; p < P; p++)
+			round_of(p, &sp);
+	for (int i = 0; i < D; i++)
+		CHECKF(fabsf(mem[0][i] - mem[1][i]) < 1e-5f && fabsf(mem[1][i] - mem[2][i]) < 1e-5f,
+		    "x[%d] %g %g %g", i, mem[0][i], mem[1][i], mem[2][i]);
+	check_mean(0.01f);
+	teardown();
+}
+
+static long long
+refused(const char *why)
+{
+	json_t *o = json_object();
+	long long n;
+
+	REQUIRE(share_stats_json(s[1], o) == 0);
+	n = json_integer_value(json_object_get(json_object_get(json_object_get(o, "share"),
+	    "refused"), why));
+	json_decref(o);
+	return n;
+}
+
+/* Bad messages touch nothing, each counted by its reason. */
+static void
+test_refused(void)
+{
+	struct share_params sp = { GOSSIP_FP32, 0.25, 1000 };
+	struct share *fresh;
+	size_t count, len;
+	const uint8_t *msg;
+	uint8_t bad[512];
+	float before[D], nan = NAN;
+	enum share_refusal why;
+	struct errbuf err = { "" };
+
+	setup();
+	train(0);
+	REQUIRE(share_round(s[0], m[0], &sp, P, &count) == 0 && count == 1);
+	msg = share_message(s[0], 0, &len);
+	REQUIRE(len <= sizeof(bad));
+	memcpy(before, mem[1], sizeof(before));
+	CHECK(share_recv(s[1], m[1], NULL, "a", 0, P, msg, SHARE_HEADER - 1, &why, &err) < 0 &&
+	    why == SHARE_REFUSE_MALFORMED);
+	CHECK(share_recv(s[1], m[1], NULL, "a", 0, P, msg, len - 1, &why, &err) < 0 &&
+	    why == SHARE_REFUSE_MALFORMED);
+	memcpy(bad, msg, len);
+	bad[0] = 9;
+	CHECK(share_recv(s[1], m[1], NULL, "a", 0, P, bad, len, &why, &err) < 0 &&
+	    why == SHARE_REFUSE_MALFORMED);
+	memcpy(bad, msg, len);
+	bad[8] = D + 1;
+	CHECK(share_recv(s[1], m[1], NULL, "a", 0, P, bad, len, &why, &err) < 0 &&
+	    why == SHARE_REFUSE_SIZE);
+	memcpy(bad, msg, len);
+	memcpy(bad + len - 4, &nan, 4);
+	CHECK(share_recv(s[1], m[1], NULL, "a", 0, P, bad, len, &why, &err) < 0 &&
+	    why == SHARE_REFUSE_NONFINITE);
+	/* an index past the model: the first gap made D */
+	memcpy(bad, msg, len);
+	bad[SHARE_HEADER] = D;
+	CHECK(share_recv(s[1], m[1], NULL, "a", 0, P, bad, len, &why, &err) < 0 &&
+	    why == SHARE_REFUSE_MALFORMED);
+	CHECK(memcmp(before, mem[1], sizeof(before)) == 0);
+	CHECK(refused("malformed") == 4 && refused("size") == 1 && refused("nonfinite") == 1);
+	REQUIRE(share_new(&fresh) == 0);
+	CHECK(share_recv(fresh, m[2], NULL, "a", 0, P, msg, len, &why, &err) < 0 &&
+	    why == SHARE_REFUSE_UNANCHORED);
+	share_free(fresh);
+	/* the model not finite: no round, nothing changes */
+	mem[0][3] = NAN;
+	CHECK(share_round(s[0], m[0], &sp, P, &count) == -EDOM && count == 0);
+	teardown();
+}
+
+/* Shares from four members through one trust: the far one is scaled to
+ * the radius, then suspected and dropped. */
+static void
+test_clip(void)
+{
+	struct share_params sp = { GOSSIP_FP32, 1.0, 1000 };
+	const char *who[] = { "a", "b", "c" };
+	struct trust *t;
+	size_t count, len;
+	const uint8_t *msg;
+	enum share_refusal why;
+	struct errbuf err = { "" };
+	int dropped = 0, clipped = 0;
+	float before;
+
+	setup();
+	REQUIRE(trust_new(&(struct trust_params){ 2.0 }, &t) == 0);
+	train(0);
+	REQUIRE(share_round(s[0], m[0], &sp, P, &count) == 0 && count == 1);
+	msg = share_message(s[0], 0, &len);
+	for (int i = 0; i < 3; i++)
+		CHECK(share_recv(s[1], m[1], t, who[i], 1, P, msg, len, &why, &err) == 0);
+	/* peer 2's share: 100 times the others' */
+	for (int i = 0; i < D; i++)
+		mem[2][i] += 100 * move(0, i);
+	for (int r = 0; r < 6; r++) {
+		REQUIRE(share_round(s[2], m[2], &sp, P, &count) == 0 && count == 1);
+		msg = share_message(s[2], 0, &len);
+		before = mem[1][0];
+		if (share_recv(s[1], m[1], t, "x", 2 + r, P, msg, len, &why, &err) < 0) {
+			CHECK(why == SHARE_REFUSE_SUSPECT && mem[1][0] == before);
+			dropped++;
+		} else {
+			clipped++;
+		}
+		for (int i = 0; i < D; i++)
+			mem[2][i] += 100 * move(0, i);
+	}
+	CHECKF(clipped >= 1 && dropped >= 1, "clipped %d dropped %d", clipped, dropped);
+	CHECK(trust_suspect(t, "x") && !trust_suspect(t, "a"));
+	trust_free(t);
+	teardown();
+}
+
+static const struct check_case cases[] = {
+	{ "share_mean", test_mean },
+	{ "share_residual_pieces", test_residual_pieces },
+	{ "share_int8", test_int8 },
+	{ "share_refused", test_refused },
+	{ "share_clip", test_clip },
+	{ NULL, NULL }
+};
+
+int
+main(int argc, char **argv)
+{
+	return check_main(argc, argv, cases, "test_share");
+}
