@@ -354,6 +354,7 @@ rounds_trained(struct rounds *r, double now)
 		return;
 	pull_set_done(r->pull, 1);
 	trust_freeze(r->trust, now);
+	share_trained(r->share);
 }
 
 int

@@ -52,6 +52,7 @@ struct share {
 	float *rvals;
 	size_t rcap;
 	double own_rms;               /* of this peer's latest share; 0: none yet */
+	int judged;                   /* no more judging (share_trained) */
 	uint64_t rounds, sent, send_failed, received, applied, clipped;
 	uint64_t refused[SHARE_REFUSE_N];
 };
@@ -88,8 +89,10 @@ share_free(struct share *s)
 void
 share_reset(struct share *s)
 {
-	if (s != NULL)
-		s->anchored = 0;
+	if (s == NULL)
+		return;
+	s->anchored = 0;
+	s->own_rms = 0;
 }
 
 static int
@@ -111,21 +114,24 @@ share_rms(const float *v, size_t n)
 	return n > 0 ? sqrt(sum / (double)n) : 0;
 }
 
-/* The radius a share from a member is clipped to (< 0: none): trust's,
- * or until trust has heard enough members, the same factor times this
- * peer's own latest share: the first shares of a zeroed member otherwise
- * come before any radius and go in whole. */
+/* The radius a share from a member is clipped to (< 0: none): trust's
+ * factor times the larger of the members' median and this peer's own
+ * latest share. Without a quorum, the first shares of a zeroed member
+ * would come before any radius and go in whole; and near the end of a
+ * decaying schedule the median falls with the shares of the members that
+ * finished first, while a member a few steps behind still sends many
+ * times theirs, as this peer does (a churn run: honest members suspected
+ * in their last second of training). */
 static double
 share_radius(const struct share *s, const struct trust *trust, double now)
 {
-	double radius;
+	double radius, own;
 
 	if (trust == NULL)
 		return -1;
 	radius = trust_radius(trust, now);
-	if (radius < 0 && s->own_rms > 0 && trust_factor(trust) > 0)
-		radius = trust_factor(trust) * s->own_rms;
-	return radius;
+	own = trust_factor(trust) * s->own_rms;
+	return own > 0 && own > radius ? own : radius;
 }
 
 int
@@ -216,6 +222,24 @@ share_encode(struct share *s, const struct share_params *p, size_t lo, size_t hi
 	return 0;
 }
 
+/* At most SHARE_GROWTH times the previous share's RMS (share.h). */
+static void
+share_cap(struct share *s, size_t k)
+{
+	double rms = share_rms(s->vals, k), most = SHARE_GROWTH * s->own_rms;
+
+	if (s->own_rms <= 0 || rms <= most)
+		return;
+	for (size_t i = 0; i < k; i++)
+		s->vals[i] = (float)(s->vals[i] * (most / rms));
+}
+
+void
+share_trained(struct share *s)
+{
+	s->judged = 1;
+}
+
 void
 share_set_tamper(struct share *s, gossip_tamper_fn fn, void *arg)
 {
@@ -265,6 +289,7 @@ share_round(struct share *s, struct model *m, const struct share_params *p, size
 	for (size_t i = 0; i < s->d; i++)
 		s->resid[i] += read[i] - s->anchor[i];
 	k = share_select(s, p->density);
+	share_cap(s, k);
 	for (size_t lo = 0; lo < k; lo += piece)
 		if ((rc = share_encode(s, p, lo, lo + piece < k ? lo + piece : k)) < 0) {
 			/* nothing sent: the move stays in the model for the next */
@@ -357,8 +382,8 @@ share_recv(struct share *s, struct model *m, struct trust *trust, const char *ad
 	}
 	rms = share_rms(s->rvals, count);
 	radius = share_radius(s, trust, now);
-	if (trust != NULL && trust_observe(trust, addr, now,
-	    &(struct trust_slice){ rms, radius, 0, 0, 0 })) {
+	if (trust != NULL && (s->judged ? trust_suspect(trust, addr) : trust_observe(trust, addr,
+	    now, &(struct trust_slice){ rms, radius, 0, 0, 0 }))) {
 		*why = SHARE_REFUSE_SUSPECT;
 		rc = errbuf_set(err, -EPERM, "its sender is suspect");
 		goto refused;

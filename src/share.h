@@ -31,7 +31,9 @@
  * phase's pairwise exchanges bring the models together at the end.
  *
  * A share is sent as messages of at most `piece` coordinates, each whole
- * in itself (indices, values), so no message waits for another.
+ * in itself (indices, values), so no message waits for another. Its RMS
+ * is at most SHARE_GROWTH times the previous share's: what is over waits
+ * in the residual, as what is not among the largest does.
  *
  * No I/O and no clock: rounds sends the messages and says when.
  * Memory: three floats per parameter (A, e and a read of the model).
@@ -59,6 +61,13 @@ struct trust;
  * tests/share.sh's 2 epochs, up to 4x the median in a run whose slowest
  * peer ran at 0.7x the others' speed, and 7x once as the others ended). */
 #define SHARE_CLIP_SCALE 4.0
+
+/* A round sends at most this many times the RMS of this peer's previous
+ * share; the rest stays in the residual for the next rounds. A peer whose
+ * event loop stalled while its trainer ran on would otherwise send the
+ * steps of many rounds at once, beyond its members' radius (seen in a
+ * churn run on an overloaded machine: honest peers suspected). */
+#define SHARE_GROWTH 2.0
 
 /* Message type: in gossip's free range (gossip.h). */
 #define SHARE_T_SHARE	84
@@ -118,6 +127,12 @@ const uint8_t *share_message(const struct share *s, size_t i, size_t *len);
 int share_recv(struct share *s, struct model *m, struct trust *trust, const char *addr,
     double now, size_t n, const uint8_t *buf, size_t len, enum share_refusal *why,
     struct errbuf *err);
+/* This peer's training is over: from now on received shares only go
+ * through the suspicion they earned so far. At the end of a decaying
+ * schedule the shares of members a few steps apart differ many times
+ * over, and a peer that finished, its own latest share tiny, would come
+ * to suspect honest members still training (a churn run: two of six). */
+void share_trained(struct share *s);
 /* The test build's fault (fault.h) on the model a round reads, for the
  * share only: the faulty peer's residual takes the faulty values, its
  * model still goes to its anchor. */

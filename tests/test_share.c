@@ -3,7 +3,8 @@
  * models (as attached processes' are), every message handed over by hand.
  * With every share delivered the peers hold one model: the start plus the
  * mean of their moves, exactly in fp32 once the residuals are sent, near
- * it in int8; a share cut into pieces gives what one message gives. Bad
+ * it in int8; a share cut into pieces gives what one message gives; a
+ * round after many steps sends at most SHARE_GROWTH times the last. Bad
  * messages touch nothing and are counted by reason; a member whose shares
  * are far larger than the others' is clipped, then suspected and dropped.
  */
@@ -161,6 +162,47 @@ test_int8(void)
 	teardown();
 }
 
+/* The RMS of peer p's message j of its last round (fp32, fewer than 256
+ * coordinates). */
+static double
+rms_of(int p, size_t j)
+{
+	size_t len;
+	const uint8_t *msg = share_message(s[p], j, &len);
+	size_t count = (size_t)msg[16], ilen = (size_t)msg[24];
+	double sum = 0;
+	float v;
+
+	REQUIRE(len == SHARE_HEADER + ilen + count * sizeof(float));
+	for (size_t i = 0; i < count; i++) {
+		memcpy(&v, msg + SHARE_HEADER + ilen + i * sizeof(float), sizeof(v));
+		sum += (double)v * v;
+	}
+	return sqrt(sum / (double)count);
+}
+
+/* A round after many steps (a stalled loop) sends at most SHARE_GROWTH
+ * times the previous share; the rest follows in the next rounds. */
+static void
+test_growth(void)
+{
+	struct share_params sp = { GOSSIP_FP32, 1.0, 1000 };
+	size_t count;
+	double first, second;
+
+	setup();
+	train(0);
+	REQUIRE(round_of(0, &sp) == 1);
+	first = rms_of(0, 0);
+	for (int t = 0; t < 10; t++)
+		train(0);
+	REQUIRE(share_round(s[0], m[0], &sp, P, &count) == 0 && count == 1);
+	second = rms_of(0, 0);
+	CHECKF(second <= SHARE_GROWTH * first * (1 + 1e-6) && second > 1.5 * first,
+	    "first %g, second %g", first, second);
+	teardown();
+}
+
 static long long
 refused(const char *why)
 {
@@ -274,6 +316,7 @@ static const struct check_case cases[] = {
 	{ "share_mean", test_mean },
 	{ "share_residual_pieces", test_residual_pieces },
 	{ "share_int8", test_int8 },
+	{ "share_growth", test_growth },
 	{ "share_refused", test_refused },
 	{ "share_clip", test_clip },
 	{ NULL, NULL }
