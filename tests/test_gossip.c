@@ -879,6 +879,9 @@ test_codec(void)
 	CHECK(gossip_req_decode(buf, len + 1, &qd, &err) == -EBADMSG);
 	buf[1] = GOSSIP_MODE_N;
 	CHECK(gossip_req_decode(buf, len, &qd, &err) == -EBADMSG);
+	/* mode share has no exchange: a REQ naming it is malformed */
+	buf[1] = gossip_mode_row(GOSSIP_SHARE)->wire;
+	CHECK(gossip_req_decode(buf, len, &qd, &err) == -EBADMSG);
 
 	REQUIRE(gossip_reply_encode(&r, v, buf, sizeof(buf), &len) == 0);
 	CHECK(len == 32 + 4 + 3 && buf[0] == 1 && buf[1] == 0 && buf[2] == GOSSIP_INT8 &&

@@ -943,7 +943,7 @@ sim_usage(FILE *f)
 	    "                         all (its cost is peers x links used); 0: all (default)\n"
 	    "      --dim D            simulated values per peer (default 1024)\n"
 	    "      --wire-d W         values of the model whose bytes travel (default 1e8)\n"
-	    "      --mode M           saps|dense|delta (default saps)\n"
+	    "      --mode M           saps|dense|delta (default saps; share has no exchange)\n"
 	    "      --values V         fp32|fp16|int8 (default int8)\n"
 	    "      --density P        share of the model one exchange mixes (default 0.04)\n"
 	    "      --mask-block B     saps mask block (default 64)\n"
@@ -1073,7 +1073,9 @@ sim_parse(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	static const char *const modes[GOSSIP_MODE_N] = { "saps", "dense", "delta" };
+	/* The exchange's modes, in enum gossip_mode's order; share has no
+	 * exchange to simulate. */
+	static const char *const modes[] = { "saps", "dense", "delta" };
 	static const char *const vals[GOSSIP_VALUES_N] = { "fp32", "fp16", "int8" };
 	static const char *const pols[] = { "adaptive", "random" };
 	struct errbuf why;
@@ -1087,7 +1089,8 @@ sim_parse(int argc, char **argv)
 		case 'd': rc = simopt_int("dim", optarg, 1, 1 << 20, &opt.dim); break;
 		case 'W': rc = simopt_real("wire-d", optarg, 1, 1e12, &opt.wire_d); break;
 		case 'm':
-			rc = simopt_choice("mode", optarg, modes, GOSSIP_MODE_N, &e);
+			rc = simopt_choice("mode", optarg, modes,
+			    (int)(sizeof(modes) / sizeof(modes[0])), &e);
 			opt.mode = (enum gossip_mode)e;
 			break;
 		case 'v':
