@@ -358,9 +358,10 @@ def add_mix_args(ap):
     ap.add_argument("--outer-lr", type=float, default=1.0,
                     help="the outer step's rate (pairs, delta: each peer's own, after each mix; "
                     "share: the factor on every share)")
-    ap.add_argument("--select", choices=("whole", "tensor", "chunk"), default="whole",
-                    help="delta: the largest drift over the whole model (gossipd's), "
-                    "or the same share of each tensor, or of each 64 Ki-value chunk")
+    ap.add_argument("--select", choices=("whole", "tensor", "chunk"), default=None,
+                    help="delta, share: the largest drift over the whole model (gossipd's), "
+                    "or the same share of each tensor, or of each 64 Ki-value chunk "
+                    "(default: whole for delta, tensor for share)")
     ap.add_argument("--values", choices=("fp32", "int8"), default="fp32",
                     help="sparse, share: the shares' values as sent")
     ap.add_argument("--stale", type=int, default=0, metavar="MIXES",
@@ -423,10 +424,9 @@ class Mixer:
                        "tensor": tensors,
                        "chunk": [(lo, min(lo + 65536, ends[-1]))
                                  for lo in range(0, ends[-1], 65536)]
-                       }[a.select]
+                       }[a.select or ("tensor" if a.mix == "share" else "whole")]
         if a.mix == "share":
-            # per tensor, as sparse's shares are
-            self.shares = Shares(a, self.peers, tensors, self.rng)
+            self.shares = Shares(a, self.peers, self.bounds, self.rng)
 
     def after_step(self, step):
         """The mix due after STEP (0-based), if one is."""
