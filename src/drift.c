@@ -4,8 +4,6 @@
 #include "drift.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 

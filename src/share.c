@@ -95,15 +95,6 @@ share_reset(struct share *s)
 	s->own_rms = 0;
 }
 
-static int
-share_finite(const float *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!isfinite(v[i]))
-			return 0;
-	return 1;
-}
-
 static double
 share_rms(const float *v, size_t n)
 {
@@ -151,7 +142,7 @@ share_anchor(struct share *s, struct model *m)
 	s->anchored = 0;
 	if ((rc = model_gather(m, &all, 1, s->anchor)) < 0)
 		return rc;
-	if (!share_finite(s->anchor, s->d))
+	if (!gossip_finite(s->anchor, s->d))
 		return -EDOM;
 	memset(s->resid, 0, s->d * sizeof(float));
 	s->anchored = 1;
@@ -282,7 +273,7 @@ share_round(struct share *s, struct model *m, const struct share_params *p, size
 		return share_anchor(s, m);
 	if ((rc = model_gather(m, &all, 1, s->x)) < 0)
 		return rc;
-	if (!share_finite(s->x, s->d))
+	if (!gossip_finite(s->x, s->d))
 		return -EDOM;
 	if ((rc = share_tampered(s, &read)) < 0)
 		return rc;
@@ -290,14 +281,19 @@ share_round(struct share *s, struct model *m, const struct share_params *p, size
 		s->resid[i] += read[i] - s->anchor[i];
 	k = share_select(s, p->density);
 	share_cap(s, k);
-	for (size_t lo = 0; lo < k; lo += piece)
-		if ((rc = share_encode(s, p, lo, lo + piece < k ? lo + piece : k)) < 0) {
-			/* nothing sent: the move stays in the model for the next */
-			for (size_t i = 0; i < s->d; i++)
-				s->resid[i] -= read[i] - s->anchor[i];
-			s->nmsg = 0;
-			return rc;
-		}
+	for (size_t lo = 0; lo < k && rc == 0; lo += piece)
+		rc = share_encode(s, p, lo, lo + piece < k ? lo + piece : k);
+	/* As the exchange, a peer never sends values that are not finite:
+	 * fp16 turns what exceeds its range into infinities. */
+	if (rc == 0 && !gossip_finite(s->vals, k))
+		rc = -EDOM;
+	if (rc < 0) {
+		/* nothing sent: the move stays in the model for the next */
+		for (size_t i = 0; i < s->d; i++)
+			s->resid[i] -= read[i] - s->anchor[i];
+		s->nmsg = 0;
+		return rc;
+	}
 	s->own_rms = share_rms(s->vals, k);
 	for (size_t i = 0; i < k; i++) {
 		s->resid[s->idx[i]] -= s->vals[i];
@@ -355,7 +351,7 @@ share_decode(struct share *s, const uint8_t *buf, size_t len, size_t d,
 		s->rcap = count;
 	}
 	gossip_values_get(s->rvals, buf + SHARE_HEADER + ilen, count, fmt);
-	if (!share_finite(s->rvals, count)) {
+	if (!gossip_finite(s->rvals, count)) {
 		*why = SHARE_REFUSE_NONFINITE;
 		return errbuf_set(err, -EBADMSG, "values that are not finite");
 	}

@@ -116,7 +116,8 @@ int share_anchor(struct share *s, struct model *m);
 /* One round over m among n live members (this peer included); *count
  * messages are ready (share_message) until the next round. The first
  * round after a reset only anchors (0 messages). -EDOM: the model holds
- * values that are not finite; nothing changed. */
+ * values that are not finite, or the share would in its value format
+ * (fp16's range); nothing changed. */
 int share_round(struct share *s, struct model *m, const struct share_params *p, size_t n,
     size_t *count);
 const uint8_t *share_message(const struct share *s, size_t i, size_t *len);

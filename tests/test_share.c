@@ -262,6 +262,12 @@ test_refused(void)
 	CHECK(share_recv(fresh, m[2], NULL, "a", 0, P, msg, len, &why, &err) < 0 &&
 	    why == SHARE_REFUSE_UNANCHORED);
 	share_free(fresh);
+	/* a first share past fp16's range (no earlier one to cap it by):
+	 * nothing goes out, the model keeps the move */
+	mem[1][3] += 1e6f;
+	before[0] = mem[1][3];
+	CHECK(share_round(s[1], m[1], &(struct share_params){ GOSSIP_FP16, 0.25, 1000 }, P,
+	    &count) == -EDOM && count == 0 && mem[1][3] == before[0]);
 	/* the model not finite: no round, nothing changes */
 	mem[0][3] = NAN;
 	CHECK(share_round(s[0], m[0], &sp, P, &count) == -EDOM && count == 0);
