@@ -9,37 +9,19 @@
 # with each other on a busy machine.
 #
 # Then a zeroed member (tests/gossipd_faulty --fault scale:0: its shares
-# carry minus the job's model) beside 3 healthy ones: each healthy peer
-# clips its shares, comes to suspect it and drops them, and finishes at
-# its normal accuracy (>= 0.80).
+# carry minus the job's model) beside 3 healthy ones (the same test build
+# without --fault, which is the daemon): each healthy peer clips its
+# shares, comes to suspect it and drops them, and finishes at its normal
+# accuracy (>= 0.80).
 . "$(dirname "$0")/fleet.sh"
 fleet_need_data
 fleet_keygen "$FLEET_DIR/key"
 
 FAULTY=$FLEET_BUILD/tests/gossipd_faulty
 [ -x "$FAULTY" ] || fleet_fail "$FAULTY not built"
+opts=(--epochs 2 --eval-samples 2000 --mode share --linger yes --seed 5 --max-step-rate 150)
 
-# job NAME [FAULT]: peers NAME0..NAME3; with FAULT, NAME3 is the faulty
-# daemon with --fault FAULT.
-job() {
-	local i port addrs=() peers bin extra
-	for i in 0 1 2 3; do
-		fleet_port port
-		addrs+=("127.0.0.1:$port")
-	done
-	peers=$(IFS=,; echo "${addrs[*]}")
-	for i in 0 1 2 3; do
-		bin=$GOSSIPD extra=()
-		if [ -n "${2:-}" ] && [ "$i" = 3 ]; then bin=$FAULTY extra=(--fault "$2"); fi
-		GOSSIPD=$bin fleet_gossipd "$1$i" --listen "${addrs[i]}" \
-			--key-file "$FLEET_DIR/key" --peers "$peers" --shard "$i/4" --epochs 2 \
-			--eval-samples 2000 --mode share --linger yes --seed 5 --max-step-rate 150 \
-			"${extra[@]}"
-	done
-	for i in 0 1 2 3; do fleet_wait_up "$1$i" || return; done
-}
-
-fleet_up job s
+fleet_job "s0 s1 s2 s3" "${opts[@]}"
 for i in 0 1 2 3; do fleet_wait_status "s$i" .state done "finish" 180; done
 # every peer done: no share is in flight any more
 for i in 0 1 2 3; do
@@ -70,7 +52,9 @@ fleet_ok "share: every peer >= 0.80, all $sent shares received"
 for i in 0 1 2 3; do fleet_ctl "s$i" leave >/dev/null; done
 for i in 0 1 2 3; do fleet_wait_exit "s$i" 30 || fleet_fail "peer $i exited non-zero"; done
 
-fleet_up job z scale:0
+# every peer the test build (the same daemon but for --fault), z3 faulty
+FLEET_ARGS[z3]="--fault scale:0"
+GOSSIPD=$FAULTY fleet_job "z0 z1 z2 z3" "${opts[@]}"
 for i in 0 1 2; do
 	fleet_wait_status "z$i" .state done "finish" 180
 	fleet_ctl "z$i" --json status >"$FLEET_DIR/z$i.json" || fleet_fail "status z$i"
