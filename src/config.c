@@ -129,7 +129,8 @@ static const struct config_key config_keys[] = {
 	{ "start_timeout", 0, "SECONDS", CT_DOUBLE, OFF(start_timeout), 0.1, 86400, NULL, 0,
 	  "start agree: longest wait for a member holding a model, then each process's own;"
 	  " a joiner's longest wait for a live member to pull from, or with every donor failing,"
-	  " then exit 3 (default: 60)" },
+	  " then exit 3; mode share: a fresh job's longest wait for the members of peers before"
+	  " its first share (default: 60)" },
 	{ "close_budget", 0, "X", CT_DOUBLE, OFF(close_budget), 0, 1e6, NULL, 0,
 	  "closing phase after the training budget: send at most X model sizes exchanging"
 	  " before leaving; 0 = no closing phase (default: 8)" },

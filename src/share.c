@@ -175,11 +175,18 @@ share_select(struct share *s, double density)
 	return n;
 }
 
+/* n as the header carries it: a share weighs 1 / this everywhere. */
+static size_t
+share_wire_n(size_t n)
+{
+	return n < UINT16_MAX ? n : UINT16_MAX;
+}
+
 /* Message i holds coordinates [lo, hi) of the selection; its values are
  * rounded as the members will read them, so that this peer applies what
  * they apply. */
 static int
-share_encode(struct share *s, const struct share_params *p, size_t lo, size_t hi)
+share_encode(struct share *s, const struct share_params *p, size_t n, size_t lo, size_t hi)
 {
 	size_t count = hi - lo, max, ilen, at;
 	uint8_t *buf;
@@ -203,6 +210,7 @@ share_encode(struct share *s, const struct share_params *p, size_t lo, size_t hi
 	memset(buf, 0, SHARE_HEADER);
 	buf[0] = SHARE_WIRE_VERSION;
 	buf[1] = (uint8_t)p->values;
+	wire_put_u16(buf + 2, (uint16_t)share_wire_n(n));
 	wire_put_u64(buf + 8, s->d);
 	wire_put_u64(buf + 16, count);
 	ilen = mask_encode(&s->piece, buf + SHARE_HEADER);
@@ -264,6 +272,7 @@ share_round(struct share *s, struct model *m, const struct share_params *p, size
 {
 	struct model_range all = { 0, m->d };
 	size_t k, piece = p->piece > 0 ? p->piece : 1;
+	double w = 1.0 / (double)share_wire_n(n);
 	const float *read;
 	int rc;
 
@@ -282,7 +291,7 @@ share_round(struct share *s, struct model *m, const struct share_params *p, size
 	k = share_select(s, p->density);
 	share_cap(s, k);
 	for (size_t lo = 0; lo < k && rc == 0; lo += piece)
-		rc = share_encode(s, p, lo, lo + piece < k ? lo + piece : k);
+		rc = share_encode(s, p, n, lo, lo + piece < k ? lo + piece : k);
 	/* As the exchange, a peer never sends values that are not finite:
 	 * fp16 turns what exceeds its range into infinities. */
 	if (rc == 0 && !gossip_finite(s->vals, k))
@@ -297,7 +306,7 @@ share_round(struct share *s, struct model *m, const struct share_params *p, size
 	s->own_rms = share_rms(s->vals, k);
 	for (size_t i = 0; i < k; i++) {
 		s->resid[s->idx[i]] -= s->vals[i];
-		s->anchor[s->idx[i]] += (float)(s->vals[i] * (1.0 / (double)n));
+		s->anchor[s->idx[i]] += (float)(s->vals[i] * w);
 	}
 	/* x becomes the increment that takes the model to the anchor. */
 	for (size_t i = 0; i < s->d; i++)
@@ -318,10 +327,10 @@ share_message(const struct share *s, size_t i, size_t *len)
 	return s->out + at;
 }
 
-/* Decodes buf into rmask and rvals: every length checked against the bytes
- * received before anything is read. */
+/* Decodes buf into rmask and rvals, and the sender's n into *n: every
+ * length checked against the bytes received before anything is read. */
 static int
-share_decode(struct share *s, const uint8_t *buf, size_t len, size_t d,
+share_decode(struct share *s, const uint8_t *buf, size_t len, size_t d, size_t *n,
     enum share_refusal *why, struct errbuf *err)
 {
 	enum gossip_values fmt;
@@ -332,6 +341,8 @@ share_decode(struct share *s, const uint8_t *buf, size_t len, size_t d,
 		return errbuf_set(err, -EBADMSG, "short or of an unknown version");
 	if (buf[1] >= GOSSIP_VALUES_N)
 		return errbuf_set(err, -EBADMSG, "unknown value format %u", buf[1]);
+	if ((*n = wire_get_u16(buf + 2)) == 0)
+		return errbuf_set(err, -EBADMSG, "a job of no members");
 	fmt = (enum gossip_values)buf[1];
 	md = wire_get_u64(buf + 8);
 	count = wire_get_u64(buf + 16);
@@ -364,11 +375,11 @@ share_recv(struct share *s, struct model *m, struct trust *trust, const char *ad
     struct errbuf *err)
 {
 	double rms, radius, w;
-	size_t count, at = 0;
+	size_t count, at = 0, sn = 0;
 	int rc;
 
 	s->received++;
-	if ((rc = share_decode(s, buf, len, m->d, why, err)) < 0)
+	if ((rc = share_decode(s, buf, len, m->d, &sn, why, err)) < 0)
 		goto refused;
 	count = s->rmask.count;
 	if (!s->anchored || s->d != m->d) {
@@ -384,7 +395,7 @@ share_recv(struct share *s, struct model *m, struct trust *trust, const char *ad
 		rc = errbuf_set(err, -EPERM, "its sender is suspect");
 		goto refused;
 	}
-	w = 1.0 / (double)n;
+	w = 1.0 / fmax((double)sn, (double)n / SHARE_N_SLACK);
 	if (radius > 0 && rms > radius) {
 		w *= radius / rms;
 		s->clipped++;

@@ -19,16 +19,21 @@
  * model goes to A, by an increment queued like a mix (model_add_in), so
  * that an attached process sees it at its next boundary and a step the
  * trainer takes meanwhile is kept. A received share s: A += s/n and the
- * model += s/n. n: the live members this peer knows, itself included.
+ * model += s/n. n: the live members its sender knew, itself included, as
+ * the share says: every member then adds a share at the weight its sender
+ * gave it, where each member's own count would set the anchors apart
+ * while the membership settles (16 peers on 2 cores: one knew 13 at step
+ * 120). A sender's n below half the receiver's own counts as that half,
+ * so that a member cannot weigh its shares up by claiming a small job.
  *
  * Received shares are vetted before they touch anything (finite, the
  * model's size, indices in bounds) and measured by their RMS against the
  * members' latest (trust.h, a trust of its own: a share's size is not an
  * exchange's distance): one beyond the radius is scaled down to it, and a
  * member whose shares keep lying beyond it is suspect, and its shares are
- * dropped, until they come back in. A share lost on the way, clipped, or
- * weighted by a different n leaves the anchors apart by it; the closing
- * phase's pairwise exchanges bring the models together at the end.
+ * dropped, until they come back in. A share lost on the way or clipped
+ * leaves the anchors apart by it; the closing phase's pairwise exchanges
+ * bring the models together at the end.
  *
  * A share is sent as messages of at most `piece` coordinates, each whole
  * in itself (indices, values), so no message waits for another. Its RMS
@@ -75,8 +80,11 @@ struct trust;
 /* The range and its names, for the transport (proto.h). */
 extern const struct proto share_proto;
 
-#define SHARE_WIRE_VERSION 1
-/*	0 version(u8)=1  1 values(u8)  2 0(u16)  4 0(u32)  8 d(u64)
+/* A sender's n counts as at least the receiver's own divided by this. */
+#define SHARE_N_SLACK 2.0
+
+#define SHARE_WIRE_VERSION 2
+/*	0 version(u8)=2  1 values(u8)  2 n(u16, >= 1)  4 0(u32)  8 d(u64)
  *	16 count(u64)  24 ilen(u64)  32 indices (mask_encode, ilen bytes),
  *	then count values (gossip_wire.h's formats), little-endian */
 #define SHARE_HEADER 32
@@ -121,7 +129,8 @@ int share_anchor(struct share *s, struct model *m);
 int share_round(struct share *s, struct model *m, const struct share_params *p, size_t n,
     size_t *count);
 const uint8_t *share_message(const struct share *s, size_t i, size_t *len);
-/* A message from addr: applied at 1/n (n as in share_round), scaled down
+/* A message from addr: applied at 1 / its sender's n (at most SHARE_N_SLACK
+ * / n, n as in share_round), scaled down
  * to trust's radius beyond it (0), or refused and counted (a negative
  * errno, *why and err say why; -ENOMEM from the model alone leaves *why
  * unset). trust may be NULL: nothing is clipped or suspected. */

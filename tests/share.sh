@@ -8,6 +8,12 @@
 # most 150 steps a second (--max-step-rate), so that the peers keep pace
 # with each other on a busy machine.
 #
+# Then a job whose fourth peer starts once the first has said that its
+# first share waits for it (rounds_share_waits; at 50 steps a second the
+# three train for 9 s): every share of every peer goes to all three
+# others (share.sent = 3 x share.rounds; without the wait the first
+# shares went to two).
+#
 # Then a zeroed member (tests/gossipd_faulty --fault scale:0: its shares
 # carry minus the job's model) beside 3 healthy ones (the same test build
 # without --fault, which is the daemon): each healthy peer clips its
@@ -51,6 +57,36 @@ done
 fleet_ok "share: every peer >= 0.80, all $sent shares received"
 for i in 0 1 2 3; do fleet_ctl "s$i" leave >/dev/null; done
 for i in 0 1 2 3; do fleet_wait_exit "s$i" 30 || fleet_fail "peer $i exited non-zero"; done
+
+# each peer's shares fit in one message (the MLP at 4%)
+late() {
+	local i peers=
+	for i in 0 1 2 3; do
+		fleet_port "FLEET_PORT[w$i]"
+		peers+=${peers:+,}127.0.0.1:${FLEET_PORT[w$i]}
+	done
+	for i in 0 1 2 3; do
+		# w3 once w0 waits for it ("not up" here: it never did)
+		[ "$i" -lt 3 ] || fleet_wait_up w0 60 "the first share waits" || return
+		fleet_gossipd "w$i" --listen "127.0.0.1:${FLEET_PORT[w$i]}" --key-file "$FLEET_DIR/key" \
+			--shard "$i/4" --peers "$peers" --epochs 2 --eval-samples 2000 --mode share \
+			--linger yes --seed 5 --max-step-rate 50
+	done
+	for i in 0 1 2 3; do fleet_wait_up "w$i" || return; done
+}
+fleet_up late
+for i in 0 1 2 3; do fleet_wait_status "w$i" .state done "finish" 180; done
+for i in 0 1 2 3; do
+	fleet_ctl "w$i" --json stats >"$FLEET_DIR/w$i.stats" || fleet_fail "stats w$i"
+	rounds=$(fleet_json .share.rounds <"$FLEET_DIR/w$i.stats")
+	sent=$(fleet_json .share.sent <"$FLEET_DIR/w$i.stats")
+	echo "peer w$i: $rounds rounds, $sent shares sent"
+	[ "$rounds" -gt 10 ] && [ "$sent" -eq $((3 * rounds)) ] ||
+		fleet_fail "w$i: $sent shares sent in $rounds rounds, not 3 a round"
+done
+fleet_ok "share: a late peer gets every share (the others wait for it)"
+for i in 0 1 2 3; do fleet_ctl "w$i" leave >/dev/null; done
+for i in 0 1 2 3; do fleet_wait_exit "w$i" 30 || fleet_fail "peer w$i exited non-zero"; done
 
 # every peer the test build (the same daemon but for --fault), z3 faulty
 FLEET_ARGS[z3]="--fault scale:0"

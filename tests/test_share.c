@@ -4,8 +4,11 @@
  * With every share delivered the peers hold one model: the start plus the
  * mean of their moves, exactly in fp32 once the residuals are sent, near
  * it in int8; a share cut into pieces gives what one message gives; a
- * round after many steps sends at most SHARE_GROWTH times the last. Bad
- * messages touch nothing and are counted by reason; a member whose shares
+ * round after many steps sends at most SHARE_GROWTH times the last. A
+ * share goes in at the weight its sender gave it, not at the receiver's
+ * count of members, so that counts apart (a membership settling) leave
+ * the anchors together; a sender cannot weigh itself up by more than
+ * SHARE_N_SLACK. Bad messages touch nothing and are counted by reason; a member whose shares
  * are far larger than the others' is clipped, then suspected and dropped.
  */
 #include <errno.h>
@@ -203,6 +206,43 @@ test_growth(void)
 	teardown();
 }
 
+/* Peer 0 knows 2 members, the others 3: they add its share at its 1/2,
+ * as it does, and hold its model. Claiming a job of one to a peer that
+ * knows 8 weighs a share at 1/4 (1 / (8 / SHARE_N_SLACK)); of none, it is
+ * malformed. */
+static void
+test_weight(void)
+{
+	struct share_params sp = { GOSSIP_FP32, 1.0, 1000 };
+	uint8_t msg[1024];
+	size_t count, len;
+	float before[D];
+	enum share_refusal why;
+	struct errbuf err = { "" };
+
+	setup();
+	train(0);
+	REQUIRE(share_round(s[0], m[0], &sp, 2, &count) == 0 && count == 1);
+	REQUIRE(share_message(s[0], 0, &len) != NULL && len <= sizeof(msg));
+	memcpy(msg, share_message(s[0], 0, &len), len);
+	CHECK(share_recv(s[1], m[1], NULL, "a", 0, P, msg, len, &why, &err) == 0);
+	for (int i = 0; i < D; i++)
+		CHECKF(fabsf(mem[0][i] - mem[1][i]) < 1e-6f &&
+		    fabsf(mem[1][i] - ((float)i / D + move(0, i) / 2)) < 1e-6f,
+		    "x[%d] %g %g", i, mem[0][i], mem[1][i]);
+	memcpy(before, mem[2], sizeof(before));
+	msg[2] = 1;
+	CHECK(share_recv(s[2], m[2], NULL, "a", 0, 8, msg, len, &why, &err) == 0);
+	for (int i = 0; i < D; i++)
+		CHECKF(fabsf(mem[2][i] - (before[i] + move(0, i) / 4)) < 1e-6f, "x[%d] %g", i,
+		    mem[2][i]);
+	msg[2] = 0;
+	memcpy(before, mem[2], sizeof(before));
+	CHECK(share_recv(s[2], m[2], NULL, "a", 0, 8, msg, len, &why, &err) < 0 &&
+	    why == SHARE_REFUSE_MALFORMED && memcmp(before, mem[2], sizeof(before)) == 0);
+	teardown();
+}
+
 static long long
 refused(const char *why)
 {
@@ -323,6 +363,7 @@ static const struct check_case cases[] = {
 	{ "share_residual_pieces", test_residual_pieces },
 	{ "share_int8", test_int8 },
 	{ "share_growth", test_growth },
+	{ "share_weight", test_weight },
 	{ "share_refused", test_refused },
 	{ "share_clip", test_clip },
 	{ NULL, NULL }

@@ -71,7 +71,8 @@
 # accuracy-steps.png and accuracy-bytes.png (every gossip peer's evaluations
 # and DDP's against steps and against bytes sent, log scale, DDP black and
 # thick; through gnuplot, contrib/bench/plot.py: without it a warning and no
-# plots); raw logs under DIR/raw/. contrib/bench/attach_report.py makes the
+# plots); raw logs under DIR/raw/ (raw/gossip/statsI.json: peer I's
+# gossipctl stats as its trainer ended). contrib/bench/attach_report.py makes the
 # CSV files, the table and the plots from the raw logs (it may be run again
 # on them).
 set -eu
@@ -278,6 +279,7 @@ run_gossip() {
 		if st=$(fleet_ctl "p$i" --json status 2>/dev/null); then
 			echo "$t $i $st" >>"$dir/status.txt"
 		fi
+		fleet_ctl "p$i" --json stats >"$dir/stats$i.json" 2>/dev/null || true
 		fleet_ctl "p$i" leave >/dev/null 2>&1 || true
 	done
 	finish "${names[@]}" >>"$dir/rc"

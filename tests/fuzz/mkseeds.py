@@ -224,10 +224,10 @@ def srec(f, msg, dt=1):
 
 
 # coordinates 0, 1, 5, 37 (varint gaps 0, 0, 3, 31) of d = 38
-def share(values="fp32", d=38, gaps=(0, 0, 3, 31)):
+def share(values="fp32", d=38, gaps=(0, 0, 3, 31), n=4):
     vals = int8(len(gaps)) if values == "int8" else struct.pack("<%df" % len(gaps),
                                                                 *[0.01] * len(gaps))
-    return struct.pack("<BBHIQQQ", 1, 2 if values == "int8" else 0, 0, 0, d, len(gaps),
+    return struct.pack("<BBHIQQQ", 2, 2 if values == "int8" else 0, n, 0, d, len(gaps),
                        len(gaps)) + bytes(gaps) + vals
 
 
@@ -236,5 +236,7 @@ put("share", "apply", b"\x03" + srec(0, share()) + srec(1, share("int8")) +
     srec(0, share(d=39)))
 # After a round of its own (int8): the fallback radius clips a share.
 put("share", "round", b"\x0f" + srec(0, share()) + srec(1, share("int8")))
+# A sender claiming a job of one member, then of none.
+put("share", "weight", b"\x01" + srec(0, share(n=1)) + srec(1, share(n=0)))
 # Not anchored: refused; an index past the model.
 put("share", "unanchored", b"\x00" + srec(0, share()) + srec(0, share(gaps=(0, 0, 3, 40))))
