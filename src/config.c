@@ -117,7 +117,8 @@ static const struct config_key config_keys[] = {
 	  " shunned; 0 = off (default: 2)" },
 	{ "outer_lr", 0, "X", CT_DOUBLE, OFF(outer_lr), 0.01, 10, NULL, 0,
 	  "outer step every outer_interval steps: learning rate on what the peer's steps and"
-	  " exchanges changed since the last one; 1 with outer_momentum 0 = off (default: 1)" },
+	  " exchanges changed since the last one; 1 with outer_momentum 0 = off; mode share:"
+	  " every share goes in times it (default: 1)" },
 	{ "outer_momentum", 0, "X", CT_DOUBLE, OFF(outer_momentum), 0, 0.999, NULL, 0,
 	  "outer step: Nesterov momentum (default: 0)" },
 	{ "outer_interval", 0, "STEPS", CT_INT, OFF(outer_interval), 1, 1000000, NULL, 0,
@@ -551,10 +552,21 @@ config_rule_increment(const struct config *c, struct errbuf *err)
 	return 0;
 }
 
+/* Mode share's outer step is its lr on every share (share.h): no momentum
+ * and no interval of its own, so a momentum would do nothing. */
+static int
+config_rule_share_outer(const struct config *c, struct errbuf *err)
+{
+	if (gossip_mode_row(c->mode)->shares && c->outer_momentum > 0)
+		return errbuf_set(err, -EINVAL, "outer_momentum: mode share takes outer_lr "
+		    "alone, on every share");
+	return 0;
+}
+
 static int (*const config_rules[])(const struct config *c, struct errbuf *err) = {
 	config_rule_key_file, config_rule_listen, config_rule_metrics_listen, config_rule_probe,
 	config_rule_resume, config_rule_model, config_rule_mask, config_rule_job,
-	config_rule_increment,
+	config_rule_increment, config_rule_share_outer,
 };
 
 static int

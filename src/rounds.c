@@ -712,8 +712,9 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 	r->joining = joining;
 	r->close_at = -1;
 	rounds_gossip_params(r, &gp);
-	if (outer_enabled(&(struct outer_params){ cfg->outer_lr, cfg->outer_momentum,
-	    cfg->outer_interval }))
+	/* mode share takes its outer lr on every share (share.h) */
+	if (!gossip_mode_row(cfg->mode)->shares && outer_enabled(&(struct outer_params){
+	    cfg->outer_lr, cfg->outer_momentum, cfg->outer_interval }))
 		outer_new(&r->outer);
 	if ((rc = gossip_new(&gp, m, &gops, &r->gossip)) < 0 ||
 	    (rc = select_new(&sp, &r->select)) < 0 || (rc = pace_new(&r->pace)) < 0 ||
@@ -726,6 +727,7 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 		return errbuf_set(err, rc, "gossip: %s", strerror(-rc));
 	}
 	gossip_set_trust(r->gossip, r->trust);
+	share_set_lr(r->share, cfg->outer_lr);
 	/* An external trainer's model exists once a process or a checkpoint
 	 * filled the vector (attach's ready hook says when). */
 	rounds_set_ready(r, !joining && m->d > 0);

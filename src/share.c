@@ -52,6 +52,7 @@ struct share {
 	float *rvals;
 	size_t rcap;
 	double own_rms;               /* of this peer's latest share; 0: none yet */
+	double lr;                    /* every share goes in times this */
 	int judged;                   /* no more judging (share_trained) */
 	uint64_t rounds, sent, send_failed, received, applied, clipped;
 	uint64_t refused[SHARE_REFUSE_N];
@@ -62,6 +63,7 @@ share_new(struct share **out)
 {
 	*out = xcalloc(1, sizeof(**out));
 	(*out)->topk = xmalloc(sizeof(*(*out)->topk));
+	(*out)->lr = 1;
 	return 0;
 }
 
@@ -234,6 +236,12 @@ share_cap(struct share *s, size_t k)
 }
 
 void
+share_set_lr(struct share *s, double lr)
+{
+	s->lr = lr;
+}
+
+void
 share_trained(struct share *s)
 {
 	s->judged = 1;
@@ -272,7 +280,7 @@ share_round(struct share *s, struct model *m, const struct share_params *p, size
 {
 	struct model_range all = { 0, m->d };
 	size_t k, piece = p->piece > 0 ? p->piece : 1;
-	double w = 1.0 / (double)share_wire_n(n);
+	double w = s->lr / (double)share_wire_n(n);
 	const float *read;
 	int rc;
 
@@ -395,7 +403,7 @@ share_recv(struct share *s, struct model *m, struct trust *trust, const char *ad
 		rc = errbuf_set(err, -EPERM, "its sender is suspect");
 		goto refused;
 	}
-	w = 1.0 / fmax((double)sn, (double)n / SHARE_N_SLACK);
+	w = s->lr / fmax((double)sn, (double)n / SHARE_N_SLACK);
 	if (radius > 0 && rms > radius) {
 		w *= radius / rms;
 		s->clipped++;

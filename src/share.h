@@ -19,7 +19,11 @@
  * model goes to A, by an increment queued like a mix (model_add_in), so
  * that an attached process sees it at its next boundary and a step the
  * trainer takes meanwhile is kept. A received share s: A += s/n and the
- * model += s/n. n: the live members its sender knew, itself included, as
+ * model += s/n. With an outer lr (share_set_lr) every share goes in times
+ * it, its own too: DiLoCo's outer SGD on the mean of the members' moves,
+ * which for AdamW's moves at 1.5 ended the transformer at 1.047 times
+ * DDP's loss against 1.066 at 1 (contrib/bench/charlm_mix.py, --mix
+ * share). n: the live members its sender knew, itself included, as
  * the share says: every member then adds a share at the weight its sender
  * gave it, where each member's own count would set the anchors apart
  * while the membership settles (16 peers on 2 cores: one knew 13 at step
@@ -129,8 +133,10 @@ int share_anchor(struct share *s, struct model *m);
 int share_round(struct share *s, struct model *m, const struct share_params *p, size_t n,
     size_t *count);
 const uint8_t *share_message(const struct share *s, size_t i, size_t *len);
-/* A message from addr: applied at 1 / its sender's n (at most SHARE_N_SLACK
- * / n, n as in share_round), scaled down
+/* Every share, own and received, goes in times lr (1 when never set). */
+void share_set_lr(struct share *s, double lr);
+/* A message from addr: applied at lr / its sender's n (at most lr
+ * SHARE_N_SLACK / n, n as in share_round), scaled down
  * to trust's radius beyond it (0), or refused and counted (a negative
  * errno, *why and err say why; -ENOMEM from the model alone leaves *why
  * unset). trust may be NULL: nothing is clipped or suspected. */

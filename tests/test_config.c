@@ -198,6 +198,8 @@ test_config(void)
 		{ "outer_lr, outer_momentum: the outer step needs device cpu", { "--device",
 		    "cuda", "--outer-momentum", "0.9" } },
 		{ "mode: share needs device cpu", { "--device", "cuda", "--mode", "share" } },
+		{ "outer_momentum: mode share takes outer_lr alone", { "--mode", "share",
+		    "--outer-momentum", "0.9" } },
 		{ "outer_momentum", { "--outer-momentum", "1" } },
 		{ "start", { "--start", "first" } },
 		/* peers: parsed at load, each address by the same rule. */

@@ -3,7 +3,7 @@
  * models (as attached processes' are), every message handed over by hand.
  * With every share delivered the peers hold one model: the start plus the
  * mean of their moves, exactly in fp32 once the residuals are sent, near
- * it in int8; a share cut into pieces gives what one message gives; a
+ * it in int8, and with an outer lr that times the mean; a share cut into pieces gives what one message gives; a
  * round after many steps sends at most SHARE_GROWTH times the last. A
  * share goes in at the weight its sender gave it, not at the receiver's
  * count of members, so that counts apart (a membership settling) leave
@@ -88,18 +88,25 @@ round_of(int p, const struct share_params *sp)
 	return count;
 }
 
-/* Every peer's model at the start plus the mean move, within tol. */
+/* Every peer's model at the start plus lr times the mean move, within
+ * tol. */
 static void
-check_mean(float tol)
+check_mean_lr(float lr, float tol)
 {
 	for (int p = 0; p < P; p++) {
 		for (int i = 0; i < D; i++) {
-			float want = (float)i / D + (move(0, i) + move(1, i) + move(2, i)) / P;
+			float want = (float)i / D + lr * (move(0, i) + move(1, i) + move(2, i)) / P;
 
 			CHECKF(fabsf(mem[p][i] - want) <= tol, "peer %d x[%d] = %g, want %g", p, i,
 			    mem[p][i], want);
 		}
 	}
+}
+
+static void
+check_mean(float tol)
+{
+	check_mean_lr(1, tol);
 }
 
 /* Staggered rounds: each peer trains, then shares; the shares of the
@@ -122,6 +129,24 @@ test_mean(void)
 	/* after a reset the first round only anchors */
 	share_reset(s[0]);
 	CHECK(share_round(s[0], m[0], &sp, P, &count) == 0 && count == 0);
+	teardown();
+}
+
+/* An outer lr of 1.5: every peer ends at the start plus 1.5 times the
+ * mean move, its own share taken at that rate too. */
+static void
+test_lr(void)
+{
+	struct share_params sp = { GOSSIP_FP32, 1.0, 1000 };
+
+	setup();
+	for (int p = 0; p < P; p++)
+		share_set_lr(s[p], 1.5);
+	for (int p = 0; p < P; p++)
+		train(p);
+	for (int p = 0; p < P; p++)
+		round_of(p, &sp);
+	check_mean_lr(1.5f, 1e-5f);
 	teardown();
 }
 
@@ -360,6 +385,7 @@ test_clip(void)
 
 static const struct check_case cases[] = {
 	{ "share_mean", test_mean },
+	{ "share_lr", test_lr },
 	{ "share_residual_pieces", test_residual_pieces },
 	{ "share_int8", test_int8 },
 	{ "share_growth", test_growth },
