@@ -15,7 +15,9 @@
  * donors' step, then takes part in rounds. A fresh job's start agreement
  * (pull.h) ends with one model everywhere: the lowest address's when no
  * member holds one, a member's that does hold one otherwise, each its own
- * past the deadline, the next lowest's when the source goes down.
+ * past the deadline, the next lowest's when the source goes down. In
+ * mode share a fresh job's first share waits for as many members as
+ * --peers names, start_timeout at most, then goes to every live one.
  */
 #include <errno.h>
 #include <math.h>
@@ -31,6 +33,7 @@
 #include "pace.h"
 #include "pull.h"
 #include "rounds.h"
+#include "share.h"
 #include "simnet.h"
 #include "util.h"
 
@@ -676,6 +679,56 @@ test_agree_source_down(void)
 	teardown();
 }
 
+/* SHARE messages in the queue, which is then emptied. */
+static int
+shares_queued(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < nq; i++) {
+		n += queue[i].type == SHARE_T_SHARE;
+		free(queue[i].buf);
+	}
+	nq = 0;
+	return n;
+}
+
+/* Peers 0 and 1 of a fresh job in mode share, --peers naming 3, peer 2
+ * not up yet: no share until it is, then one to each; past start_timeout
+ * without it a share goes to the one member there is. */
+static void
+test_share_wait(void)
+{
+	setup(3, -1);
+	cfg.mode = GOSSIP_SHARE;
+	cfg.npeers = 3;
+	cfg.start_timeout = 2;
+	peers[2].up = 0;
+	for (int i = 0; i < 2; i++) {
+		peers[i].step = 0;
+		rounds_start_at(peers[i].r, 0);
+		rounds_set_ready(peers[i].r, 1);
+	}
+	for (int k = 0; k < 8; k++)
+		step(0);
+	CHECKF(shares_queued() == 0, "a share before peer 2 is up");
+	peers[2].up = 1;
+	for (int k = 0; k < 4; k++)
+		step(0);
+	CHECK(shares_queued() == 2);
+	peers[2].up = 0;
+	for (int k = 0; k < 4; k++)
+		step(1);
+	CHECK(shares_queued() == 0);
+	now += 3;
+	for (int k = 0; k < 4; k++)
+		step(1);
+	CHECK(shares_queued() == 1);
+	/* peer_list was never set: nothing to free */
+	cfg.npeers = 0;
+	teardown();
+}
+
 static const struct check_case cases[] = {
 	{ "rounds_interval", test_interval },
 	{ "rounds_busy_retries", test_busy_retries },
@@ -688,6 +741,7 @@ static const struct check_case cases[] = {
 	{ "rounds_agree_first", test_agree_first },
 	{ "rounds_agree_deadline", test_agree_deadline },
 	{ "rounds_agree_source_down", test_agree_source_down },
+	{ "rounds_share_wait", test_share_wait },
 	{ NULL, NULL }
 };
 
