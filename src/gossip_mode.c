@@ -24,15 +24,15 @@ gossip_mode_all(struct mask *m, uint64_t seed, uint64_t nonce, size_t d, double 
 
 static const struct gossip_mode_row gossip_modes[GOSSIP_MODE_N] = {
 	[GOSSIP_SAPS] = { "saps", 0, "a sparse random slice (saps)",
-	    mask_build, NULL, mask_check, 0, 0, GOSSIP_SAPS },
+	    mask_build, NULL, mask_check, 0, 0, GOSSIP_SAPS, 0 },
 	[GOSSIP_DENSE] = { "dense", 1, "the whole model (dense)",
-	    gossip_mode_all, NULL, NULL, 1.0, 1, GOSSIP_DENSE },
+	    gossip_mode_all, NULL, NULL, 1.0, 1, GOSSIP_DENSE, 0 },
 	/* Closing sends random slices: what is left then is disagreement
 	 * with the others, which this peer's own drift does not show (no
 	 * more training: its drift is all but zero). */
 	[GOSSIP_DELTA] = { "delta", 2,
 	    "the coordinates that moved most since they were last mixed (delta)",
-	    NULL, drift_select, NULL, 0, 0, GOSSIP_SAPS },
+	    NULL, drift_select, NULL, 0, 0, GOSSIP_SAPS, 0 },
 	/* Closing as delta does, for the same reason. */
 	[GOSSIP_SHARE] = { "share", 3,
 	    "send every member its largest moves since its last round (share)",
