@@ -1090,7 +1090,7 @@ sim_parse(int argc, char **argv)
 		case 'W': rc = simopt_real("wire-d", optarg, 1, 1e12, &opt.wire_d); break;
 		case 'm':
 			rc = simopt_choice("mode", optarg, modes,
-			    (int)(sizeof(modes) / sizeof(modes[0])), &e);
+			    (int)GD_ARRAY_SIZE(modes), &e);
 			opt.mode = (enum gossip_mode)e;
 			break;
 		case 'v':
