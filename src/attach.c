@@ -67,6 +67,7 @@ struct attach {
 	double last_boundary;
 	double last_news;         /* last progress notification of a step */
 	int stall_logged;
+	int optimizer;            /* enum optimizer_kind it named; auto: none yet */
 
 	struct train_progress p;  /* as the process reports it */
 	double started;
@@ -488,7 +489,7 @@ attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 {
 	double now = util_now();
 	uint64_t n;
-	int rc;
+	int rc, kind;
 
 	if (a->state != ATTACH_ATTACHED || client != a->client) {
 		*reply = control_error("not attached on this connection (send attach first)");
@@ -511,6 +512,10 @@ attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 		a->stall_logged = 0;
 	}
 	attach_report_take(req, &a->p, &a->rate, now);
+	if ((kind = attach_report_optimizer(req)) >= 0 && kind != a->optimizer) {
+		a->optimizer = kind;
+		a->h.optimizer(a->h.arg, kind);
+	}
 	if (!a->has_model) {
 		a->has_model = 1;
 		a->h.ready(a->h.arg);

@@ -53,6 +53,8 @@ struct attach_hooks {
 	void (*step)(void *arg, uint64_t step);   /* a boundary passed */
 	int (*held)(void *arg, uint64_t step);    /* must the process wait at step? */
 	void (*waited)(void *arg, double seconds); /* a held step reply went out */
+	/* the process named its optimizer (enum optimizer_kind), or another */
+	void (*optimizer)(void *arg, int kind);
 	void *arg;
 };
 

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "attach_report.h"
 #include "control.h"
@@ -25,6 +26,18 @@ static const struct {
 	{ "epoch", 0, UINT32_MAX, 1 },
 };
 
+int
+attach_report_optimizer(json_t *req)
+{
+	const char *name = json_string_value(json_object_get(req, "optimizer"));
+
+	/* a process names what steps it; auto is the daemon's word for none */
+	for (int i = OPTIMIZER_SGD; name != NULL && i <= OPTIMIZER_ADAPTIVE; i++)
+		if (strcmp(name, config_optimizer_names[i]) == 0)
+			return i;
+	return -1;
+}
+
 json_t *
 attach_report_refusal(json_t *req, const struct train_progress *p)
 {
@@ -33,6 +46,8 @@ attach_report_refusal(json_t *req, const struct train_progress *p)
 	if (!json_is_integer(s) || json_integer_value(s) < 0 ||
 	    (uint64_t)json_integer_value(s) < p->step)
 		return control_error("step: want an integer not less than %" PRIu64, p->step);
+	if (json_object_get(req, "optimizer") != NULL && attach_report_optimizer(req) < 0)
+		return control_error("step: optimizer: want \"sgd\" or \"adaptive\"");
 	for (size_t i = 0; i < GD_ARRAY_SIZE(attach_report_fields); i++) {
 		const char *f = attach_report_fields[i].field;
 		double min = attach_report_fields[i].min, max = attach_report_fields[i].max;

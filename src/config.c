@@ -123,6 +123,13 @@ static const struct config_key config_keys[] = {
 	  "outer step: Nesterov momentum (default: 0)" },
 	{ "outer_interval", 0, "STEPS", CT_INT, OFF(outer_interval), 1, 1000000, NULL, 0,
 	  "outer step: trainer steps between two (default: 16)" },
+	{ "optimizer", 0, "auto|sgd|adaptive", CT_ENUM, OFF(optimizer), 0, 0, NULL, 0,
+	  "mode share: what steps the model: sgd (steps the gradient times lr, as the"
+	  " built-in trainer) takes every share in at 1/n, the members' mean move; adaptive"
+	  " (Adam, AdamW, Adadelta, RMSprop, Adagrad: steps divided by the gradient's"
+	  " running size) at 1/sqrt(n), the mean move times sqrt(n), as far as DDP's"
+	  " averaged gradient steps each; auto: what the attached process says, else sgd"
+	  " (default: auto)" },
 	{ "start", 0, "agree|own", CT_ENUM, OFF(start), 0, 0, NULL, 0,
 	  "external trainer, fresh job: every peer starts from one model (the first"
 	  " member's to hold one; if none does, the lowest address's), or each from its"
@@ -563,10 +570,30 @@ config_rule_share_outer(const struct config *c, struct errbuf *err)
 	return 0;
 }
 
+const char *const config_optimizer_names[3] = {
+	[OPTIMIZER_AUTO] = "auto", [OPTIMIZER_SGD] = "sgd", [OPTIMIZER_ADAPTIVE] = "adaptive",
+};
+
+/* adaptive is a weight of mode share's, and the built-in trainer's steps
+ * are SGD's: anywhere else it would change nothing it names. */
+static int
+config_rule_optimizer(const struct config *c, struct errbuf *err)
+{
+	if (c->optimizer != OPTIMIZER_ADAPTIVE)
+		return 0;
+	if (c->trainer == TRAINER_BUILTIN)
+		return errbuf_set(err, -EINVAL, "optimizer: adaptive is for an attached process "
+		    "(trainer external): the built-in trainer steps by SGD");
+	if (!gossip_mode_row(c->mode)->shares)
+		return errbuf_set(err, -EINVAL, "optimizer: adaptive weighs mode share's shares; "
+		    "add mode share");
+	return 0;
+}
+
 static int (*const config_rules[])(const struct config *c, struct errbuf *err) = {
 	config_rule_key_file, config_rule_listen, config_rule_metrics_listen, config_rule_probe,
 	config_rule_resume, config_rule_model, config_rule_mask, config_rule_job,
-	config_rule_increment, config_rule_share_outer,
+	config_rule_increment, config_rule_share_outer, config_rule_optimizer,
 };
 
 static int

@@ -21,6 +21,12 @@ enum lr_schedule { LR_COSINE, LR_STEP, LR_CONSTANT };
 enum trainer_kind { TRAINER_BUILTIN, TRAINER_EXTERNAL };
 /* Where an attached fresh job's starting model comes from (pull.h). */
 enum start_rule { START_AGREE, START_OWN };
+/* What steps the model: what the attached process says (SGD if it says
+ * nothing), SGD, or an optimizer that divides by the gradient's running
+ * size (mode share's weight, share.h). */
+enum optimizer_kind { OPTIMIZER_AUTO, OPTIMIZER_SGD, OPTIMIZER_ADAPTIVE };
+/* Their names, as the optimizer key and gossipd-attach(7) spell them. */
+extern const char *const config_optimizer_names[3];
 
 struct config {
 	/* job and identity */
@@ -61,6 +67,7 @@ struct config {
 	double outer_lr;           /* outer step (outer.h): learning rate */
 	double outer_momentum;     /* its Nesterov momentum */
 	int outer_interval;        /* trainer steps between outer steps */
+	enum optimizer_kind optimizer; /* mode share: a share's weight in n */
 	enum start_rule start;     /* external trainer: one starting model, or each its own */
 	double start_timeout;      /* seconds a start agreement waits for a model */
 	/* closing phase (closing.h): after the training budget */

@@ -685,6 +685,36 @@ rounds_set_ready(struct rounds *r, int ready)
 		(void)share_anchor(r->share, r->m);
 }
 
+/* Mode share's weight for a process stepping by kind (SGD: it said
+ * nothing); the optimizer key, unless auto, stands. Returns what is used. */
+static int
+rounds_share_weight(struct rounds *r, int kind)
+{
+	int use = r->cfg->optimizer != OPTIMIZER_AUTO ? (int)r->cfg->optimizer : kind;
+
+	share_set_weight(r->share, r->cfg->outer_lr, use == OPTIMIZER_ADAPTIVE);
+	return use;
+}
+
+void
+rounds_set_optimizer(struct rounds *r, int kind)
+{
+	const char *const *names = config_optimizer_names;
+	int use;
+
+	if (r == NULL)
+		return;
+	use = rounds_share_weight(r, kind);
+	if (!gossip_mode_row(r->cfg->mode)->shares)
+		return;
+	if (use != kind)
+		log_warn("share: the attached process steps by an optimizer it calls %s; "
+		    "optimizer %s stands", names[kind], names[use]);
+	else
+		log_info("share: the attached process steps by an optimizer it calls %s: shares "
+		    "go in at 1/%s", names[kind], kind == OPTIMIZER_ADAPTIVE ? "sqrt(n)" : "n");
+}
+
 void
 rounds_stop(struct rounds *r)
 {
@@ -727,7 +757,7 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 		return errbuf_set(err, rc, "gossip: %s", strerror(-rc));
 	}
 	gossip_set_trust(r->gossip, r->trust);
-	share_set_lr(r->share, cfg->outer_lr);
+	(void)rounds_share_weight(r, OPTIMIZER_SGD);
 	/* An external trainer's model exists once a process or a checkpoint
 	 * filled the vector (attach's ready hook says when). */
 	rounds_set_ready(r, !joining && m->d > 0);

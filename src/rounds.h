@@ -96,6 +96,10 @@ void rounds_timer(struct rounds *r, double now);
 void rounds_apply_params(struct rounds *r, double now);
 /* The model holds the job's parameters: it may be exchanged. */
 void rounds_set_ready(struct rounds *r, int ready);
+/* The attached process steps by an optimizer of kind (enum
+ * optimizer_kind, sgd or adaptive): mode share weighs shares by it unless
+ * the optimizer key names one (share.h), and says so in the log. */
+void rounds_set_optimizer(struct rounds *r, int kind);
 /* The trainer took a step: start a round if one is due. */
 void rounds_on_step(struct rounds *r, double now);
 /* Training starts at step (rounds count from there). */

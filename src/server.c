@@ -475,6 +475,14 @@ server_attach_waited(void *arg, double seconds)
 }
 
 static void
+server_attach_optimizer(void *arg, int kind)
+{
+	struct daemon *d = arg;
+
+	rounds_set_optimizer(d->rounds, kind);
+}
+
+static void
 server_trainer_gone(struct control *ctl, uint64_t client, void *arg)
 {
 	struct daemon *d = arg;
@@ -488,7 +496,8 @@ static int
 server_open_attach(struct daemon *d, struct errbuf *err)
 {
 	struct attach_hooks hooks = { daemon_notify, server_attach_bound,
-	    server_attach_ready, server_attach_step, server_attach_held, server_attach_waited, d };
+	    server_attach_ready, server_attach_step, server_attach_held, server_attach_waited,
+	    server_attach_optimizer, d };
 	struct attach *a;
 	int rc;
 

@@ -53,6 +53,7 @@ struct share {
 	size_t rcap;
 	double own_rms;               /* of this peer's latest share; 0: none yet */
 	double lr;                    /* every share goes in times this */
+	double n_power;               /* and at 1/n to this power (share_set_weight) */
 	int judged;                   /* no more judging (share_trained) */
 	uint64_t rounds, sent, send_failed, received, applied, clipped;
 	uint64_t refused[SHARE_REFUSE_N];
@@ -64,6 +65,7 @@ share_new(struct share **out)
 	*out = xcalloc(1, sizeof(**out));
 	(*out)->topk = xmalloc(sizeof(*(*out)->topk));
 	(*out)->lr = 1;
+	(*out)->n_power = 1;
 	return 0;
 }
 
@@ -236,9 +238,17 @@ share_cap(struct share *s, size_t k)
 }
 
 void
-share_set_lr(struct share *s, double lr)
+share_set_weight(struct share *s, double lr, int adaptive)
 {
 	s->lr = lr;
+	s->n_power = adaptive ? 0.5 : 1;
+}
+
+/* What a share counting n members goes in times (share.h). */
+static double
+share_weight(const struct share *s, double n)
+{
+	return s->lr / pow(n, s->n_power);
 }
 
 void
@@ -280,7 +290,7 @@ share_round(struct share *s, struct model *m, const struct share_params *p, size
 {
 	struct model_range all = { 0, m->d };
 	size_t k, piece = p->piece > 0 ? p->piece : 1;
-	double w = s->lr / (double)share_wire_n(n);
+	double w = share_weight(s, (double)share_wire_n(n));
 	const float *read;
 	int rc;
 
@@ -403,7 +413,7 @@ share_recv(struct share *s, struct model *m, struct trust *trust, const char *ad
 		rc = errbuf_set(err, -EPERM, "its sender is suspect");
 		goto refused;
 	}
-	w = s->lr / fmax((double)sn, (double)n / SHARE_N_SLACK);
+	w = share_weight(s, fmax((double)sn, (double)n / SHARE_N_SLACK));
 	if (radius > 0 && rms > radius) {
 		w *= radius / rms;
 		s->clipped++;

@@ -19,14 +19,23 @@
  * model goes to A, by an increment queued like a mix (model_add_in), so
  * that an attached process sees it at its next boundary and a step the
  * trainer takes meanwhile is kept. A received share s: A += s/n and the
- * model += s/n. With an outer lr (share_set_lr) every share goes in times
- * it, its own too: DiLoCo's outer SGD on the mean of the members' moves,
- * which for AdamW's moves at 1.5 ended the transformer at 1.047 times
- * DDP's loss against 1.066 at 1 (contrib/bench/charlm_mix.py, --mix
- * share). n: the live members its sender knew, itself included, as
- * the share says: every member then adds a share at the weight its sender
- * gave it, where each member's own count would set the anchors apart
- * while the membership settles (16 peers on 2 cores: one knew 13 at step
+ * model += s/n. With an outer lr (share_set_weight) every share goes in
+ * times it, its own too: DiLoCo's outer SGD on the mean of the members'
+ * moves. An adaptive optimizer (Adam, AdamW, Adadelta, RMSprop) divides
+ * each step by the gradient's running size; DDP's mean of n gradients
+ * has up to 1/sqrt(n) of one's noise, so its steps run up to sqrt(n)
+ * times a lone process's where noise dominates, and the mean of the
+ * members' moves falls short of them by as much: with adaptive a share
+ * goes in at 1/sqrt(n), the mean times sqrt(n). The exact mean of 4
+ * AdamW peers' moves every step then ends the transformer at 1.002
+ * times DDP's loss (1.027 at 1/n; contrib/bench/charlm_mix.py --mix
+ * all), and the PyTorch example's Adadelta loop, attached, at or above
+ * DDP's accuracy (contrib/bench/plain.sh). SGD's step is its gradient
+ * times lr, so the mean of the moves is DDP's step: 1/n (the CNN's
+ * mixer at 1.5/n ended worse). n: the live members its sender knew,
+ * itself included, as the share says: every member then adds a share at
+ * the weight its sender gave it, where each member's own count would set
+ * the anchors apart while the membership settles (16 peers on 2 cores: one knew 13 at step
  * 120). A sender's n below half the receiver's own counts as that half,
  * so that a member cannot weigh its shares up by claiming a small job.
  *
@@ -133,10 +142,11 @@ int share_anchor(struct share *s, struct model *m);
 int share_round(struct share *s, struct model *m, const struct share_params *p, size_t n,
     size_t *count);
 const uint8_t *share_message(const struct share *s, size_t i, size_t *len);
-/* Every share, own and received, goes in times lr (1 when never set). */
-void share_set_lr(struct share *s, double lr);
-/* A message from addr: applied at lr / its sender's n (at most lr
- * SHARE_N_SLACK / n, n as in share_round), scaled down
+/* Every share, own and received, goes in times lr / n (lr 1 when never
+ * set), or with adaptive times lr / sqrt(n): see above. */
+void share_set_weight(struct share *s, double lr, int adaptive);
+/* A message from addr: applied at the weight of its sender's n (at least
+ * n / SHARE_N_SLACK, n as in share_round), scaled down
  * to trust's radius beyond it (0), or refused and counted (a negative
  * errno, *why and err say why; -ENOMEM from the model alone leaves *why
  * unset). trust may be NULL: nothing is clipped or suspected. */

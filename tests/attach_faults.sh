@@ -6,9 +6,10 @@
 #     still shows the attach (it was cut inside a character and dropped);
 #     before it, digests that are not 64 hex digits are refused, naming
 #     the field, and the next attach is served;
-# (b) absurd or non-finite report numbers are refused, naming the field, and
-#     status still answers (two reports of 1e308 samples made the rate +inf:
-#     status said "internal error" until a later report);
+# (b) absurd or non-finite report numbers, and an optimizer neither sgd nor
+#     adaptive, are refused, naming the field, and status still answers
+#     (two reports of 1e308 samples made the rate +inf: status said
+#     "internal error" until a later report);
 # (c) a checkpoint asked from another connection while the process holds the
 #     model fails after the boundary wait, naming why (it was never answered);
 # (d) the process asks for a checkpoint on its own connection and shuts its
@@ -86,11 +87,11 @@ if "attach" not in st or st["attach"].get("state") != "attached":
 print("ok (a): a 94-byte name: status shows %r" % st["attach"]["name"])
 
 # (b)
-r = t1.req({"cmd": "step", "step": 1, "samples": 64, "loss": 2.3})
+r = t1.req({"cmd": "step", "step": 1, "samples": 64, "loss": 2.3, "optimizer": "adaptive"})
 if not r.get("ok"):
     sys.exit("FAIL (b): a plain step refused: %r" % r)
 bad = [("samples", 1e308), ("samples", -1), ("epoch", 1.5), ("epoch", 2 ** 40),
-       ("loss", "x")]
+       ("loss", "x"), ("optimizer", "adam"), ("optimizer", 1)]
 for i, (field, value) in enumerate(bad):
     r = t1.req({"cmd": "step", "step": 2 + i, field: value})
     if r.get("ok") or field not in r.get("error", ""):

@@ -136,6 +136,11 @@ test_config(void)
 	CHECKF(strcmp(c.job, "fm") == 0 && strstr(c.control, "fm.sock") != NULL, "job/control");
 	config_free(&c);
 
+	rc = load(&c, &err, (const char *[]){ "--trainer", "external", "--mode", "share",
+	    "--optimizer", "adaptive", NULL });
+	CHECKF(rc == 0 && c.optimizer == OPTIMIZER_ADAPTIVE, "optimizer adaptive: %s", err.msg);
+	config_free(&c);
+
 	rc = load(&c, &err, (const char *[]){ "--help", NULL });
 	CHECKF(rc == 1, "--help should return 1, got %d", rc);
 	config_free(&c);
@@ -201,6 +206,11 @@ test_config(void)
 		{ "outer_momentum: mode share takes outer_lr alone", { "--mode", "share",
 		    "--outer-momentum", "0.9" } },
 		{ "outer_momentum", { "--outer-momentum", "1" } },
+		{ "optimizer: adaptive is for an attached process", { "--mode", "share",
+		    "--optimizer", "adaptive" } },
+		{ "optimizer: adaptive weighs mode share's shares", { "--trainer", "external",
+		    "--optimizer", "adaptive" } },
+		{ "optimizer", { "--optimizer", "adam" } },
 		{ "start", { "--start", "first" } },
 		/* peers: parsed at load, each address by the same rule. */
 		{ "peers: 'h:0'", { "--listen", "127.0.0.1:7000", "--key-file", "k", "--peers",

@@ -141,7 +141,7 @@ test_lr(void)
 
 	setup();
 	for (int p = 0; p < P; p++)
-		share_set_lr(s[p], 1.5);
+		share_set_weight(s[p], 1.5, 0);
 	for (int p = 0; p < P; p++)
 		train(p);
 	for (int p = 0; p < P; p++)
@@ -231,12 +231,12 @@ test_growth(void)
 	teardown();
 }
 
-/* Peer 0 knows 2 members, the others 3: they add its share at its 1/2,
- * as it does, and hold its model. Claiming a job of one to a peer that
- * knows 8 weighs a share at 1/4 (1 / (8 / SHARE_N_SLACK)); of none, it is
- * malformed. */
+/* A share of n members goes in at 1/2 at its sender and at a receiver:
+ * n 2 as SGD's 1/n, n 4 as adaptive's 1/sqrt(n). A sender that claims 1
+ * member to a receiver that knows 8 weighs as 4 there (8 / SHARE_N_SLACK):
+ * low, 1/4 or 1/2; of none, it is malformed. */
 static void
-test_weight(void)
+check_weights(int adaptive, size_t n, float low)
 {
 	struct share_params sp = { GOSSIP_FP32, 1.0, 1000 };
 	uint8_t msg[1024];
@@ -246,8 +246,10 @@ test_weight(void)
 	struct errbuf err = { "" };
 
 	setup();
+	for (int p = 0; p < P; p++)
+		share_set_weight(s[p], 1, adaptive);
 	train(0);
-	REQUIRE(share_round(s[0], m[0], &sp, 2, &count) == 0 && count == 1);
+	REQUIRE(share_round(s[0], m[0], &sp, n, &count) == 0 && count == 1);
 	REQUIRE(share_message(s[0], 0, &len) != NULL && len <= sizeof(msg));
 	memcpy(msg, share_message(s[0], 0, &len), len);
 	CHECK(share_recv(s[1], m[1], NULL, "a", 0, P, msg, len, &why, &err) == 0);
@@ -259,13 +261,25 @@ test_weight(void)
 	msg[2] = 1;
 	CHECK(share_recv(s[2], m[2], NULL, "a", 0, 8, msg, len, &why, &err) == 0);
 	for (int i = 0; i < D; i++)
-		CHECKF(fabsf(mem[2][i] - (before[i] + move(0, i) / 4)) < 1e-6f, "x[%d] %g", i,
+		CHECKF(fabsf(mem[2][i] - (before[i] + move(0, i) * low)) < 1e-6f, "x[%d] %g", i,
 		    mem[2][i]);
 	msg[2] = 0;
 	memcpy(before, mem[2], sizeof(before));
 	CHECK(share_recv(s[2], m[2], NULL, "a", 0, 8, msg, len, &why, &err) < 0 &&
 	    why == SHARE_REFUSE_MALFORMED && memcmp(before, mem[2], sizeof(before)) == 0);
 	teardown();
+}
+
+static void
+test_weight(void)
+{
+	check_weights(0, 2, 0.25f);
+}
+
+static void
+test_adaptive(void)
+{
+	check_weights(1, 4, 0.5f);
 }
 
 static long long
@@ -390,6 +404,7 @@ static const struct check_case cases[] = {
 	{ "share_int8", test_int8 },
 	{ "share_growth", test_growth },
 	{ "share_weight", test_weight },
+	{ "share_adaptive", test_adaptive },
 	{ "share_refused", test_refused },
 	{ "share_clip", test_clip },
 	{ NULL, NULL }

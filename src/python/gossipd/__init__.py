@@ -57,6 +57,16 @@ Hivemind's average_opt_statistics does), and a process that attaches again
 gets them back. The shared vector is then twice as long; every peer of the
 job must make the same choice.
 
+The daemon's mode share weighs what the members' optimizers moved by the
+kind of optimizer (gossipd(8), SHARE: Adam's, AdamW's, Adadelta's,
+RMSprop's and Adagrad's steps go in sqrt(n) times further than SGD's).
+attach, and if it finds none the first ``step``, looks for the optimizer
+over the model's parameters (``optimizer=`` if given, else any
+``torch.optim.Optimizer`` alive in the process) and names its kind to the
+daemon; with none, several of different kinds, or one of another class
+(LBFGS, Rprop, a class of your own) it names nothing and the daemon takes
+its ``--optimizer`` (SGD unless set).
+
 Only float32 parameters are shared. A model on a CUDA device stays there:
 the shared memory is then a host staging copy, written from the device before
 each step request and read back after a reply that mixed something in (this
@@ -217,6 +227,39 @@ def _momentum_buffers(model, optimizer):
             state["momentum_buffer"] = torch.zeros_like(p)
 
 
+# torch.optim's classes by the kind gossipd's optimizer key names: an
+# adaptive one divides a step by the gradient's running size (gossipd(8),
+# SHARE). Names this torch lacks are skipped.
+_OPTIMIZER_KINDS = (
+    ("adaptive", ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "Adadelta", "Adagrad",
+                  "RMSprop", "SparseAdam")),
+    ("sgd", ("SGD",)),
+)
+
+
+def _optimizer_kind(model, optimizer=None):
+    """The kind ("sgd" or "adaptive") of the optimizer that steps the
+    model's parameters: optimizer if given, else those alive in the
+    process; None for none, for several of different kinds, or for a class
+    of no known kind."""
+    import gc
+    import torch
+
+    mine = set(id(p) for p in model.parameters())
+    found = [optimizer] if optimizer is not None else [
+        # type(), not isinstance: that would ask some lazy objects their
+        # __class__, and one of torch's warns when asked
+        o for o in gc.get_objects() if issubclass(type(o), torch.optim.Optimizer)]
+    kinds = set()
+    for o in found:
+        if not any(id(p) in mine for g in o.param_groups for p in g["params"]):
+            continue
+        kinds.add(next((kind for kind, names in _OPTIMIZER_KINDS
+                        if isinstance(o, tuple(getattr(torch.optim, n) for n in names
+                                               if hasattr(torch.optim, n)))), None))
+    return kinds.pop() if len(kinds) == 1 else None
+
+
 def _digest(tensors):
     """BLAKE2b-256 of the tensors' values as float32 in host order, laid end
     to end as in the shared memory: what a fresh peer's vector would hold.
@@ -307,7 +350,10 @@ class Peer:
             self._device = device
 
             # The first boundary: from it on the peer takes part in exchanges.
-            self._boundary(self.step_count, stage_out=False)
+            # An optimizer made after attach is looked for at the first step.
+            self._optimizer_kind = _optimizer_kind(model, optimizer)
+            self._optimizer_looked = self._optimizer_kind is not None
+            self._boundary(self.step_count, stage_out=False, optimizer=self._optimizer_kind)
         except BaseException:
             self._drop()
             raise
@@ -356,10 +402,10 @@ class Peer:
                            "longer shares gossipd's memory: attach again after changing "
                            "the model" % name)
 
-    def _boundary(self, n, stage_out=True, **numbers):
-        """Sends step N (with the optional numbers that are set) and returns
-        the reply; for a CUDA model, stages the parameters through the host
-        memory around it."""
+    def _boundary(self, n, stage_out=True, optimizer=None, **numbers):
+        """Sends step N (with the optimizer's kind and the optional numbers
+        that are set) and returns the reply; for a CUDA model, stages the
+        parameters through the host memory around it."""
         import torch
 
         self._check_open()
@@ -378,6 +424,8 @@ class Peer:
                 if t.data_ptr() != self._expect[i]:
                     raise self._moved(i)
         fields = {k: _number(v) for k, v in numbers.items() if v is not None}
+        if optimizer is not None:
+            fields["optimizer"] = optimizer
         reply = self._request("step", step=n,
                               **{k: v for k, v in fields.items() if v is not None})
         self.mixes += reply.get("mixed", 0)
@@ -404,8 +452,12 @@ class Peer:
         """
         if self.stopped:
             return False
-        self._boundary(self.step_count + 1, loss=loss, samples=samples, epoch=epoch,
-                       accuracy=accuracy, test_loss=test_loss)
+        kind = None
+        if not self._optimizer_looked:
+            self._optimizer_looked = True
+            kind = _optimizer_kind(self._model, self._optimizer)
+        self._boundary(self.step_count + 1, optimizer=kind, loss=loss, samples=samples,
+                       epoch=epoch, accuracy=accuracy, test_loss=test_loss)
         return not self.stopped
 
     def status(self):

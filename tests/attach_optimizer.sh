@@ -1,0 +1,53 @@
+#!/bin/bash
+# The Python module names the kind of the optimizer that steps the model
+# (gossipd-attach(7), step's "optimizer"), and mode share weighs shares by
+# it (gossipd(8), SHARE): a process stepping by Adam on a peer with
+# --optimizer auto is taken as adaptive; the next process on it, stepping
+# by SGD made after attach (found at its first step), as sgd; on a peer
+# with --optimizer sgd an Adam process is warned about, and sgd stands.
+. "$(dirname "$0")/fleet.sh"
+"$PYTHON" -c 'import torch' 2>/dev/null || fleet_skip "$PYTHON cannot import torch (apt-get install python3-torch)"
+export PYTHONPATH=$FLEET_TOP/src/python${PYTHONPATH:+:$PYTHONPATH}
+
+# loop SOCKET OPTIMIZER before|after: 3 steps of a small model, the
+# optimizer made before or after attach.
+loop() {
+	"$PYTHON" - "$@" <<'PY'
+import sys
+import torch
+import gossipd
+
+sock, name, when = sys.argv[1:]
+torch.manual_seed(1)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+make = lambda: getattr(torch.optim, name)(model.parameters(), lr=0.01)
+opt = make() if when == "before" else None
+peer = gossipd.attach(model, socket=sock)
+opt = opt or make()
+for _ in range(3):
+    opt.zero_grad()
+    model(torch.randn(4, 8)).square().mean().backward()
+    opt.step()
+    peer.step()
+peer.close()
+PY
+}
+
+# Two jobs of one peer each: shares need a network, not partners.
+fleet_keygen "$FLEET_DIR/key"
+fleet_job a --trainer external --mode share
+fleet_job b --trainer external --mode share --optimizer sgd
+
+loop "$FLEET_DIR/a.sock" Adam before || fleet_fail "the Adam process on a failed"
+fleet_wait_log a "steps by an optimizer it calls adaptive: shares go in at 1/sqrt\(n\)" \
+	"take Adam as adaptive" 10
+fleet_ok "a process stepping by Adam: its peer weighs shares at 1/sqrt(n)"
+
+loop "$FLEET_DIR/a.sock" SGD after || fleet_fail "the SGD process on a failed"
+fleet_wait_log a "steps by an optimizer it calls sgd: shares go in at 1/n" \
+	"take SGD made after attach as sgd" 10
+fleet_ok "the next process, SGD made after attach: 1/n again"
+
+loop "$FLEET_DIR/b.sock" Adam before || fleet_fail "the Adam process on b failed"
+fleet_wait_log b "calls adaptive; optimizer sgd stands" "warn that --optimizer sgd stands" 10
+fleet_ok "with --optimizer sgd an Adam process is warned about, sgd stands"
