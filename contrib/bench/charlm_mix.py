@@ -142,7 +142,7 @@ def mix_sparse(peers, anchors, moms, residual, pending, a):
         mine = []
         for k, p in enumerate(m.parameters()):
             e = residual[i][k]
-            e.add_(p - anchors[i][k])
+            e.mul_(a.decay).add_(p - anchors[i][k])
             n = max(1, int(a.density * e.numel()))
             idx = e.abs().flatten().topk(n).indices
             vals = e.flatten()[idx]
@@ -204,7 +204,7 @@ class Shares:
         a, n = self.a, len(self.peers)
         x = torch.nn.utils.parameters_to_vector(self.peers[i].parameters())
         e = self.residual[i]
-        e.add_(x - self.anchor[i])
+        e.mul_(a.decay).add_(x - self.anchor[i])
         idx = top_drift(e.abs(), a.density, self.bounds)
         vals = e[idx]
         if a.values == "int8":
@@ -379,6 +379,9 @@ def add_mix_args(ap):
                     help="share: a share reaches each other peer after 0 to STEPS steps")
     ap.add_argument("--loss", type=float, default=0.0,
                     help="share: the chance a share never reaches a given peer")
+    ap.add_argument("--decay", type=float, default=1.0, metavar="B",
+                    help="sparse, share: the residual is multiplied by B at each round "
+                    "before the move goes in (SparseLoCo's error feedback decays, 0.95)")
     ap.add_argument("--gain", type=float, default=1.0,
                     help="delta: the pair's mean drift taken this many times (1: the mean)")
     ap.add_argument("--outer-momentum", type=float, default=0.0, metavar="MU",
