@@ -130,6 +130,9 @@ static const struct config_key config_keys[] = {
 	  " running size) at 1/sqrt(n), the mean move times sqrt(n), as far as DDP's"
 	  " averaged gradient steps each; auto: what the attached process says, else sgd"
 	  " (default: auto)" },
+	{ "residual_decay", 0, "X", CT_DOUBLE, OFF(residual_decay), 0, 1, NULL, 0,
+	  "mode share: what a round leaves of the moves it did not send is multiplied by X"
+	  " (SparseLoCo's decaying error feedback; 1 keeps all of it) (default: 1)" },
 	{ "start", 0, "agree|own", CT_ENUM, OFF(start), 0, 0, NULL, 0,
 	  "external trainer, fresh job: every peer starts from one model (the first"
 	  " member's to hold one; if none does, the lowest address's), or each from its"
@@ -383,6 +386,7 @@ config_defaults(struct config *c)
 	c->clip_factor = 2;
 	c->start_timeout = 60;
 	c->outer_lr = 1;
+	c->residual_decay = 1;
 	c->outer_interval = 16;
 	c->log_level = xstrdup("info");
 	c->probe_interval = 500;

@@ -68,6 +68,7 @@ struct config {
 	double outer_momentum;     /* its Nesterov momentum */
 	int outer_interval;        /* trainer steps between outer steps */
 	enum optimizer_kind optimizer; /* mode share: a share's weight in n */
+	double residual_decay;     /* mode share: the residual's after a round */
 	enum start_rule start;     /* external trainer: one starting model, or each its own */
 	double start_timeout;      /* seconds a start agreement waits for a model */
 	/* closing phase (closing.h): after the training budget */

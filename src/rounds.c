@@ -758,6 +758,7 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 	}
 	gossip_set_trust(r->gossip, r->trust);
 	(void)rounds_share_weight(r, OPTIMIZER_SGD);
+	share_set_decay(r->share, cfg->residual_decay);
 	/* An external trainer's model exists once a process or a checkpoint
 	 * filled the vector (attach's ready hook says when). */
 	rounds_set_ready(r, !joining && m->d > 0);

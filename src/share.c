@@ -54,6 +54,7 @@ struct share {
 	double own_rms;               /* of this peer's latest share; 0: none yet */
 	double lr;                    /* every share goes in times this */
 	double n_power;               /* and at 1/n to this power (share_set_weight) */
+	double decay;                 /* the residual's after a round (share_set_decay) */
 	int judged;                   /* no more judging (share_trained) */
 	uint64_t rounds, sent, send_failed, received, applied, clipped;
 	uint64_t refused[SHARE_REFUSE_N];
@@ -66,6 +67,7 @@ share_new(struct share **out)
 	(*out)->topk = xmalloc(sizeof(*(*out)->topk));
 	(*out)->lr = 1;
 	(*out)->n_power = 1;
+	(*out)->decay = 1;
 	return 0;
 }
 
@@ -244,6 +246,12 @@ share_set_weight(struct share *s, double lr, int adaptive)
 	s->n_power = adaptive ? 0.5 : 1;
 }
 
+void
+share_set_decay(struct share *s, double decay)
+{
+	s->decay = decay;
+}
+
 /* What a share counting n members goes in times (share.h). */
 static double
 share_weight(const struct share *s, double n)
@@ -326,6 +334,9 @@ share_round(struct share *s, struct model *m, const struct share_params *p, size
 		s->resid[s->idx[i]] -= s->vals[i];
 		s->anchor[s->idx[i]] += (float)(s->vals[i] * w);
 	}
+	if (s->decay < 1)
+		for (size_t i = 0; i < s->d; i++)
+			s->resid[i] = (float)(s->resid[i] * s->decay);
 	/* x becomes the increment that takes the model to the anchor. */
 	for (size_t i = 0; i < s->d; i++)
 		s->x[i] = s->anchor[i] - s->x[i];

@@ -145,6 +145,12 @@ const uint8_t *share_message(const struct share *s, size_t i, size_t *len);
 /* Every share, own and received, goes in times lr / n (lr 1 when never
  * set), or with adaptive times lr / sqrt(n): see above. */
 void share_set_weight(struct share *s, double lr, int adaptive);
+/* What is left in the residual after a round is multiplied by decay (1
+ * when never set): SparseLoCo's decaying error feedback, which forgets the
+ * random walk an adaptive optimizer's steps make on a coordinate with no
+ * steady gradient, and part of every slow move with it (gossipd(8),
+ * SHARE: 0.9 helped AdamW's transformer, hurt SGD's CNN). */
+void share_set_decay(struct share *s, double decay);
 /* A message from addr: applied at the weight of its sender's n (at least
  * n / SHARE_N_SLACK, n as in share_round), scaled down
  * to trust's radius beyond it (0), or refused and counted (a negative

@@ -211,6 +211,7 @@ test_config(void)
 		{ "optimizer: adaptive weighs mode share's shares", { "--trainer", "external",
 		    "--optimizer", "adaptive" } },
 		{ "optimizer", { "--optimizer", "adam" } },
+		{ "residual_decay", { "--residual-decay", "1.5" } },
 		{ "start", { "--start", "first" } },
 		/* peers: parsed at load, each address by the same rule. */
 		{ "peers: 'h:0'", { "--listen", "127.0.0.1:7000", "--key-file", "k", "--peers",

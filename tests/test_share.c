@@ -170,6 +170,34 @@ test_residual_pieces(void)
 	teardown();
 }
 
+/* A residual decay of 0.5: what the first round left out goes in at half
+ * its size in the second, and nothing is left after it. */
+static void
+test_decay(void)
+{
+	struct share_params sp = { GOSSIP_FP32, 0.5, 1000 };
+	int halved = 0;
+
+	setup();
+	for (int p = 0; p < P; p++)
+		share_set_decay(s[p], 0.5);
+	train(0);
+	round_of(0, &sp);
+	round_of(0, &sp);
+	round_of(0, &sp);
+	for (int i = 0; i < D; i++) {
+		float got = mem[1][i] - (float)i / D, whole = move(0, i) / P;
+
+		CHECKF(fabsf(got - whole) < 1e-6f || fabsf(got - whole / 2) < 1e-6f,
+		    "x[%d] moved %g, want %g or half", i, got, whole);
+		halved += move(0, i) != 0 && fabsf(got - whole / 2) < 1e-6f;
+		CHECKF(fabsf(mem[0][i] - mem[1][i]) < 1e-6f, "x[%d] %g %g", i, mem[0][i],
+		    mem[1][i]);
+	}
+	CHECKF(halved > 0, "no coordinate went in at half");
+	teardown();
+}
+
 /* int8 values: the rounding the others read is the one the sender
  * applies and keeps out of its residual, so the peers still agree. */
 static void
@@ -402,6 +430,7 @@ static const struct check_case cases[] = {
 	{ "share_lr", test_lr },
 	{ "share_residual_pieces", test_residual_pieces },
 	{ "share_int8", test_int8 },
+	{ "share_decay", test_decay },
 	{ "share_growth", test_growth },
 	{ "share_weight", test_weight },
 	{ "share_adaptive", test_adaptive },
