@@ -90,7 +90,8 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
   --optimizer adaptive at 4 peers): 2.0337 (1.049x); with --decay 0.95
   2.0164 (1.040x), 0.9 2.0125 (1.038x), 0.8 2.0120 (1.037x), 0.5 2.0484,
   0 (no error feedback) 2.0995 (1.083x). At 1.5 / PEERS: 2.0308, with
-  --decay 0.95 2.0255.
+  --decay 0.95 2.0255; at 2.5 / PEERS with 0.9 2.0117; every 8 steps on
+  8% (the same bytes) at 2 / PEERS with 0.9 2.0272.
 - 800 steps (the schedule stretched, DDP 1.9621 / 1.8216 / 1.7552 at
   steps 400 / 600 / 800): pairs on 4% every 2 steps 2.2159 / 2.0442 /
   1.9702 (1.129x / 1.122x / 1.122x); sparse every 4 on 4%, int8, outer
