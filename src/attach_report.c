@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "attach_report.h"
+#include "config.h"
 #include "control.h"
 
 /* The numbers a process may report at a boundary and their ranges;

@@ -17,7 +17,6 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "trainer.h"
 
 /* The most samples one step may report: beyond any batch, and small
@@ -33,8 +32,8 @@ struct attach_report_rate {
 /* Why a step request's report cannot be taken (a step before p's, a
  * field out of its range); NULL if it can. */
 json_t *attach_report_refusal(json_t *req, const struct train_progress *p);
-/* The optimizer the request names (enum optimizer_kind: sgd or
- * adaptive), or -1 for none; attach_report_refusal refuses another name. */
+/* The optimizer the request names (config.h's enum optimizer_kind: sgd
+ * or adaptive), or -1 for none; attach_report_refusal refuses another. */
 int attach_report_optimizer(json_t *req);
 /* The report's numbers into p (its step already set), samples into r;
  * attach_report_refusal has checked them. */

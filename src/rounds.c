@@ -699,7 +699,6 @@ rounds_share_weight(struct rounds *r, int kind)
 void
 rounds_set_optimizer(struct rounds *r, int kind)
 {
-	const char *const *names = config_optimizer_names;
 	int use;
 
 	if (r == NULL)
@@ -709,10 +708,12 @@ rounds_set_optimizer(struct rounds *r, int kind)
 		return;
 	if (use != kind)
 		log_warn("share: the attached process steps by an optimizer it calls %s; "
-		    "optimizer %s stands", names[kind], names[use]);
+		    "optimizer %s stands", config_optimizer_names[kind],
+		    config_optimizer_names[use]);
 	else
 		log_info("share: the attached process steps by an optimizer it calls %s: shares "
-		    "go in at 1/%s", names[kind], kind == OPTIMIZER_ADAPTIVE ? "sqrt(n)" : "n");
+		    "go in at 1/%s", config_optimizer_names[kind],
+		    kind == OPTIMIZER_ADAPTIVE ? "sqrt(n)" : "n");
 }
 
 void
