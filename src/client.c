@@ -71,6 +71,8 @@ struct gd_client {
 	int fresh;
 	int timeout_ms;
 	int wait_ms;            /* the timeout of the request under way */
+	const char *optimizer;  /* client_optimizers[]; NULL: none named */
+	int optimizer_told;     /* a step reply came since it was named */
 	uid_t server_uid;       /* SO_PEERCRED of the server */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char lost[256];         /* why fd was closed */
@@ -652,6 +654,27 @@ gd_client_set_timeout(struct gd_client *c, int timeout_ms)
 		c->timeout_ms = timeout_ms;
 }
 
+/* The kinds a step request's "optimizer" names (gossipd-attach(7)). */
+static const char *const client_optimizers[] = { "sgd", "adaptive" };
+
+int
+gd_client_set_optimizer(struct gd_client *c, const char *kind, char *err, size_t errlen)
+{
+	int rc;
+
+	if ((rc = client_check(c, err, errlen)) < 0)
+		return rc;
+	for (size_t i = 0; kind != NULL && i < sizeof(client_optimizers) /
+	    sizeof(client_optimizers[0]); i++)
+		if (strcmp(kind, client_optimizers[i]) == 0) {
+			c->optimizer = client_optimizers[i];
+			c->optimizer_told = 0;
+			return 0;
+		}
+	return client_err(err, errlen, -EINVAL, "optimizer: \"sgd\" or \"adaptive\", not %s%s%s",
+	    kind != NULL ? "\"" : "", kind != NULL ? kind : "NULL", kind != NULL ? "\"" : "");
+}
+
 /* Adds a report field that is a finite number; counts must be whole and
  * not negative. */
 static int
@@ -695,6 +718,11 @@ gd_client_step(struct gd_client *c, uint64_t step, const struct gd_client_report
 		json_decref(req);
 		return rc == -ENOMEM ? client_err(err, errlen, rc, "out of memory") : rc;
 	}
+	if (c->optimizer != NULL && !c->optimizer_told &&
+	    json_object_set_new(req, "optimizer", json_string(c->optimizer)) < 0) {
+		json_decref(req);
+		return client_err(err, errlen, -ENOMEM, "out of memory");
+	}
 	if ((rc = client_request(c, req, c->timeout_ms, &r, NULL, err, errlen)) < 0)
 		goto out;
 	mixed = json_object_get(r.json, "mixed");
@@ -708,6 +736,7 @@ gd_client_step(struct gd_client *c, uint64_t step, const struct gd_client_report
 	}
 	if (stop != NULL)
 		*stop = json_is_true(st);
+	c->optimizer_told = 1;
 	rc = json_integer_value(mixed) > INT_MAX ? INT_MAX : (int)json_integer_value(mixed);
 out:
 	client_reply_clear(&r);

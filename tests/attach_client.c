@@ -23,6 +23,10 @@
  *   --leave        tells the peer to leave after its steps and steps on
  *                  until a reply says stop
  *
+ * --optimizer KIND names the kind of its optimizer to the peer
+ * (gd_client_set_optimizer): "sgd" or "adaptive", anything else is
+ * refused by the library.
+ *
  * Exit status: 0 done, 1 a library call failed (an "error" line says
  * which), 2 bad usage, 3 a --write-past check failed.
  */
@@ -62,6 +66,7 @@ struct ac_opts {
 	int status;
 	int leave;
 	int from;
+	const char *optimizer;
 };
 
 /* The JSON string of s, quoted, into out. */
@@ -418,7 +423,7 @@ ac_usage(FILE *f)
 {
 	fprintf(f, "Usage: attach_client -s SOCKET [--params N] [--steps K] [--sleep-ms MS]\n"
 	    "       [--seed S] [--timeout-ms MS] [--hold S] [--close-early] [--write-past]\n"
-	    "       [--status] [--leave] [--from]\n");
+	    "       [--status] [--leave] [--from] [--optimizer KIND]\n");
 }
 
 static int
@@ -437,6 +442,7 @@ ac_parse(int argc, char **argv, struct ac_opts *o)
 		{ "status", no_argument, NULL, 'S' },
 		{ "leave", no_argument, NULL, 'L' },
 		{ "from", no_argument, NULL, 'F' },
+		{ "optimizer", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -457,6 +463,7 @@ ac_parse(int argc, char **argv, struct ac_opts *o)
 		case 'S': o->status = 1; break;
 		case 'L': o->leave = 1; break;
 		case 'F': o->from = 1; break;
+		case 'O': o->optimizer = optarg; break;
 		case 'h': ac_usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -521,6 +528,11 @@ main(int argc, char **argv)
 	}
 	if (o.timeout_ms >= 0)
 		gd_client_set_timeout(c, o.timeout_ms);
+	if (o.optimizer != NULL &&
+	    (rc = gd_client_set_optimizer(c, o.optimizer, err, sizeof(err))) < 0) {
+		ac_fail("optimizer", rc, err);
+		goto out;
+	}
 	w = gd_client_params(c);
 	n = gd_client_nparams(c);
 	step = gd_client_start_step(c);

@@ -5,7 +5,24 @@
 # --optimizer auto is taken as adaptive; the next process on it, stepping
 # by SGD made after attach (found at its first step), as sgd; on a peer
 # with --optimizer sgd an Adam process is warned about, and sgd stands.
+# The C library names it through gd_client_set_optimizer (first, without
+# torch): "adaptive" reaches the peer, "adam" is refused naming it.
 . "$(dirname "$0")/fleet.sh"
+CLIENT=$FLEET_BUILD/tests/attach_client
+[ -x "$CLIENT" ] || fleet_skip "tests/attach_client not built (make check builds it)"
+fleet_keygen "$FLEET_DIR/key"
+
+fleet_job c --trainer external --mode share
+out=$(timeout 60 "$CLIENT" --socket "$FLEET_DIR/c.sock" --steps 3 --optimizer adam 2>&1) &&
+	fleet_fail "the C library took optimizer adam: $out"
+grep -q '"event":"error","where":"optimizer".*adam' <<<"$out" ||
+	fleet_fail "optimizer adam refused without naming it: $out"
+out=$(timeout 60 "$CLIENT" --socket "$FLEET_DIR/c.sock" --steps 3 --optimizer adaptive 2>&1) ||
+	fleet_fail "the C process naming adaptive failed: $out"
+fleet_wait_log c "steps by an optimizer it calls adaptive: shares go in at 1/sqrt\(n\)" \
+	"take the C process's adaptive" 10
+fleet_ok "the C library names adaptive to its peer and refuses adam"
+
 "$PYTHON" -c 'import torch' 2>/dev/null || fleet_skip "$PYTHON cannot import torch (apt-get install python3-torch)"
 export PYTHONPATH=$FLEET_TOP/src/python${PYTHONPATH:+:$PYTHONPATH}
 
@@ -34,7 +51,6 @@ PY
 }
 
 # Two jobs of one peer each: shares need a network, not partners.
-fleet_keygen "$FLEET_DIR/key"
 fleet_job a --trainer external --mode share
 fleet_job b --trainer external --mode share --optimizer sgd
 

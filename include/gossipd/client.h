@@ -134,6 +134,13 @@ int gd_client_fresh(const struct gd_client *c);
  * status, leave); 0 or less waits for ever. Default GD_CLIENT_TIMEOUT_MS. */
 void gd_client_set_timeout(struct gd_client *c, int timeout_ms);
 
+/* Names the kind of optimizer that steps the vector, "sgd" or "adaptive"
+ * (one that divides a step by the gradient's running size: Adam, AdamW,
+ * RMSprop, Adagrad, Adadelta); the next gd_client_step tells the peer,
+ * whose mode share weighs shares by it (gossipd(8), --optimizer auto).
+ * -EINVAL for another kind. */
+int gd_client_set_optimizer(struct gd_client *c, const char *kind, char *err, size_t errlen);
+
 /*
  * A step boundary: step is the number of optimizer steps taken so far (not
  * less than in the previous call), report NULL or what to report. Does not
