@@ -8,7 +8,8 @@
 # starting distance sooner than random (at 12 peers its bw_ratio cut
 # leaves mostly the fast links: at hundreds, stale_after makes every link
 # a candidate, see README); the same seed gives the same output; bad
-# options exit 2 naming the option; momentum walks as far over many steps;
+# options exit 2 naming the option; momentum walks as far over many steps,
+# a growing noise as much farther as its variance says;
 # with a quarter of the peers crashed
 # and replaced by joiners that pull, exchanges with the crashed fail and
 # the distance still falls.
@@ -48,6 +49,14 @@ mom=$(run --interval 1000000000 --init-spread 0 --momentum 0.8)
 r=$(awk -v a="$(val cd_end "$mom")" -v b="$(val cd_end "$walk")" 'BEGIN { print a / b }')
 awk -v r="$r" 'BEGIN { exit !(r > 0.96 && r < 1.03) }' ||
 	fleet_fail "without exchanges, momentum 0.8 walked $r times as far as none"
+# --noise-growth 0.01: 480 steps of variance 1 + 0.01 k walk
+# sqrt(1 + 0.01 * 481 / 2) = 1.85 times as far (every peer at one rate:
+# the shared drift parts peers that take different numbers of steps).
+walk=$(run --interval 1000000000 --init-spread 0 --rate-spread 0)
+grow=$(run --interval 1000000000 --init-spread 0 --rate-spread 0 --noise-growth 0.01)
+rg=$(awk -v a="$(val cd_end "$grow")" -v b="$(val cd_end "$walk")" 'BEGIN { print a / b }')
+awk -v r="$rg" 'BEGIN { exit !(r > 1.78 && r < 1.92) }' ||
+	fleet_fail "without exchanges, --noise-growth 0.01 walked $rg times as far as none"
 again=$(run --select adaptive)
 [ "$(grep -v -E '^(cpu_s|maxrss_mib) ' <<<"$again")" = "$(grep -v -E '^(cpu_s|maxrss_mib) ' <<<"$ada")" ] ||
 	fleet_fail "the same seed gave another run"
@@ -55,7 +64,8 @@ again=$(run --select adaptive)
 for bad in "--peers abc:peers" "--select fastest:select" "--remote-ms 5:remote-ms" \
     "--density 0:density" "--view 12:view" "--mode sparse:mode" "--loss 1:loss" \
     "--churn 0.95:churn" "--detect-s x:detect-s" "--noise-profile /dev/null:noise-profile" \
-    "--momentum 1:momentum" "--start-model /dev/null:start-model"; do
+    "--momentum 1:momentum" "--start-model /dev/null:start-model" \
+    "--noise-growth -1:noise-growth"; do
 	set -- ${bad%:*}
 	err=$("$sim" -n 12 "$@" 2>&1 >/dev/null)
 	rc=$?
@@ -65,4 +75,5 @@ done
 fleet_ok "12 simulated peers, 60 s: distance $(val cd_end "$none") without exchanges," \
 	"$(val cd_end "$rnd") random, $(val cd_end "$ada") adaptive; 0.3x after $tr s random," \
 	"$ta s adaptive; churn of 3: distance $(val cd_end "$ch"); momentum's walk $r of none's;" \
+	"a growing noise's $rg;" \
 	"bad options exit 2"

@@ -13,7 +13,10 @@ steps), what they walked apart past that by the last one, growing as the
 square of the steps, is --own-drift (each peer's shard pulls its model its
 own way), and each parameter's spread across its peers at the last step
 is --noise-profile (a real model's parameters move very unlike one
-another, and delta's top k picks the ones that move most). The trainer's
+another, and delta's top k picks the ones that move most). Or, instead of
+a drift, the growth past sqrt(steps) is a walk that speeds up: step k's
+noise 1 + g k times the first's variance (--noise-growth), fitted to the
+same two checkpoints. The trainer's
 momentum (MOMENTUM, the jobs' --momentum: exchange_calib.sh reads
 gossipd's default, 0.8) carries each peer on where it was heading,
 exchanges or not, and its walk from a common start ramps up: s steps walk
@@ -66,6 +69,31 @@ def curve(d):
     return {s: distance(stack(fs)) for s, fs in sorted(by.items())}, n
 
 
+def walk(s, g, mu):
+    """The variance, in units of sigma^2, of a peer's walk over s steps when
+    step j's noise has 1 + g j times sigma^2 and momentum mu carries it on
+    (what it adds by step s: 1 - mu^(s - j + 1) of it)."""
+    j = np.arange(1, s + 1)
+    return float(((1 + g * j) * (1 - mu ** (s - j + 1)) ** 2).sum())
+
+
+def fit_growth(d0, d1, s0, s1, n, mu):
+    """(g, sigma) of a walk through distance d0 after s0 steps and d1 after
+    s1 (the peers' spread is (n - 1) / n of one walk's variance); g = 0
+    when the walk does not speed up."""
+    want = (d1 / d0) ** 2
+    lo, hi = 0.0, 1.0
+    if walk(s1, 0, mu) / walk(s0, 0, mu) >= want:
+        hi = 0.0
+    while hi > 0 and walk(s1, hi, mu) / walk(s0, hi, mu) < want and hi < 1e6:
+        hi *= 2
+    for _ in range(60 if hi > 0 else 0):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if walk(s1, mid, mu) / walk(s0, mid, mu) < want else (lo, mid)
+    g = (lo + hi) / 2
+    return g, float(np.sqrt(d0 ** 2 / ((n - 1) / n * walk(s0, g, mu))))
+
+
 def main():
     if len(sys.argv) < 6:
         sys.exit(__doc__)
@@ -93,11 +121,16 @@ def main():
     walk_last = sum((1 - mu ** k) ** 2 for k in range(1, last + 1))
     beta_m = float(np.sqrt(max(0.0, free[last] ** 2 / ((n - 1) / n) - sigma_m ** 2 * walk_last))) \
         / sum(1 - mu ** k for k in range(1, last + 1))
+    # Or the walk speeds up: step k's noise has 1 + g k times sigma^2
+    # (exchange_sim --noise-growth), fitted to the same two checkpoints.
+    grow, sigma_g = fit_growth(free[s0], free[last], s0, last, n, 0.0)
+    grow_m, sigma_gm = fit_growth(free[s0], free[last], s0, last, n, mu)
     print(f"no exchanges ({none_dir}): {n} peers, {dim} values, steps {min(free)}-{last};"
           f" sigma per step from distance^2 / steps: {sig[0]:.3g} after {min(free)} steps"
           f" (--noise), {sig[-1]:.3g} after {last}; the rest as a drift of each peer's own:"
           f" {beta:.3g} per step (--own-drift); fitted with momentum {momentum}'s ramp:"
-          f" {sigma_m:.3g} and {beta_m:.3g}")
+          f" {sigma_m:.3g} and {beta_m:.3g}; as a walk that speeds up: --noise {sigma_g:.3g}"
+          f" --noise-growth {grow:.3g} (with momentum {sigma_gm:.3g}, {grow_m:.3g})")
     print("| steps | " + " | ".join(str(s) for s in free) + " |")
     print("|---|" + "---|" * len(free))
     print("| distance, live | " + " | ".join(f"{v:.3g}" for v in free.values()) + " |")
@@ -121,6 +154,13 @@ def main():
                                                            "--own-drift", f"{beta_m:.6g}"]))
             kinds.append(("profile, own drift, momentum, int8 at the start's values",
                           kinds[-1][1] + ["--start-model", start]))
+            kinds.append(("profile, growing noise", ["--noise-profile", prof,
+                                                     "--noise", f"{sigma_g:.6g}",
+                                                     "--noise-growth", f"{grow:.6g}"]))
+            kinds.append(("profile, growing noise, momentum", ["--noise-profile", prof,
+                                                               "--momentum", momentum,
+                                                               "--noise", f"{sigma_gm:.6g}",
+                                                               "--noise-growth", f"{grow_m:.6g}"]))
             for label, extra in kinds:
                 series = os.path.join(tmp, f"{interval}-{len(rows)}.txt")
                 subprocess.run([sim, "-n", str(n), "--dim", str(dim), "--wire-d", str(dim),

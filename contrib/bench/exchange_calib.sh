@@ -16,8 +16,9 @@
 # its --noise fitted to the run without exchanges, each parameter's noise
 # alike and then scaled by its spread across those peers
 # (--noise-profile), with each peer's own drift, with the trainer's
-# momentum (--momentum 0.8, the noise fitted again through its ramp) and
-# with int8 rounding at the start model's values (--start-model).
+# momentum (--momentum 0.8, the noise fitted again through its ramp),
+# with int8 rounding at the start model's values (--start-model), and with
+# a noise that grows over the run instead of the drift (--noise-growth).
 #
 # Usage: contrib/bench/exchange_calib.sh [-n PEERS] [-s STEPS] [-r RATE]
 #        [-m MODEL (--model, default the daemon's)] [INTERVAL...]

@@ -24,10 +24,14 @@
  *   apart for every peer (stochastic gradients: without mixing the peers
  *   walk apart as sqrt(steps)), alike for every coordinate or scaled by
  *   --noise-profile (a real model's parameters move very unlike one
- *   another: contrib/bench/exchange_calib.sh measures one). Steps are
+ *   another: contrib/bench/exchange_calib.sh measures one), and with
+ *   --noise-growth g step k's noise has 1 + g k times the variance (the
+ *   peers of a live job can walk apart faster as it trains, which
+ *   exchange_calib.sh fits). Steps are
  *   applied lazily, in one go when a peer's vector is read or mixed: s
- *   steps add s times the drift and noise of variance s (uniform with unit
- *   variance, not normal: only the variance matters to a distance).
+ *   steps add s times the drift and noise of their summed variance
+ *   (uniform with unit variance, not normal: only the variance matters to
+ *   a distance).
  *   With --momentum m a step adds a velocity instead, which keeps m of
  *   itself and takes 1 - m of the step's drift and noise (SGD's momentum
  *   at its scale: the walk over many steps is the same), and which no
@@ -149,14 +153,14 @@ static struct {
 	double		local_min_s, local_max_s, remote_min_s, remote_max_s;
 	double		loss;
 	double		rate, rate_spread;
-	double		init_spread, drift, own_drift, noise, momentum;
+	double		init_spread, drift, own_drift, noise, noise_growth, momentum;
 	double		duration, sample, level;
 	uint64_t	seed;
 	const char	*series;
 	double		churn, churn_at, detect_s;	/* churn_at < 0: duration / 2 */
 	const char	*profile, *start;
 } opt = { 100, 0, 1024, 1e8, GOSSIP_SAPS, GOSSIP_INT8, 0.04, 64, 4, SELECT_ADAPTIVE, 4, 10,
-	5, 8, 3, 1e9 / 8, 10, 0.0001, 0.0005, 0.020, 0.050, 0, 8, 0.3, 1, 0.001, 0, 0.01, 0, 60, 1,
+	5, 8, 3, 1e9 / 8, 10, 0.0001, 0.0005, 0.020, 0.050, 0, 8, 0.3, 1, 0.001, 0, 0.01, 0, 0, 60, 1,
 	0.3, 1, NULL, 0, -1, 3, NULL, NULL };
 
 enum sim_ekind { SIM_ROUND, SIM_REQ, SIM_REPLY, SIM_BUSY, SIM_FAIL, SIM_CHURN, SIM_FORGET,
@@ -320,20 +324,32 @@ sim_step_time(const struct sim_peer *p, uint64_t step)
 	return p->t0 + (double)step / p->rate;
 }
 
+/* The noise's variance over steps from + 1 .. to, in units of
+ * --noise squared: step k's is 1 + --noise-growth * k. */
+static double
+sim_noise_var(uint64_t from, uint64_t to)
+{
+	double a = (double)from, b = (double)to;
+
+	return b - a + opt.noise_growth * (b * (b + 1) - a * (a + 1)) / 2;
+}
+
 /* n steps of --momentum, one at a time: each depends on the last. */
 static void
 sim_momentum_steps(struct sim_peer *p, uint64_t n)
 {
 	float m = (float)opt.momentum, k = 1.0f - m;
-	float a = k * (float)opt.drift, c = k * (float)opt.own_drift;
-	float b = k * (float)(opt.noise * sqrt(3.0) * 2.0);
+	float a = k * (float)opt.drift, c = k * (float)opt.own_drift, b;
 
-	for (uint64_t t = 0; t < n; t++)
+	for (uint64_t t = 0; t < n; t++) {
+		b = k * (float)(opt.noise * sqrt(3.0 * sim_noise_var(p->applied + t,
+		    p->applied + t + 1)) * 2.0);
 		for (int j = 0; j < opt.dim; j++) {
 			p->v[j] = m * p->v[j] + a * dir[j] + (p->own != NULL ? c * p->own[j] : 0.0f) +
 			    b * (prof != NULL ? prof[j] : 1.0f) * (sim_noise(p->noise) - 0.5f);
 			p->x[j] += p->v[j];
 		}
+	}
 }
 
 /* Bring peer i's vector to the steps it has taken by now. */
@@ -354,7 +370,7 @@ sim_catch_up(int i)
 	a = (float)(opt.drift * (double)(s - p->applied));
 	c = (float)(opt.own_drift * (double)(s - p->applied));
 	/* uniform on [-sqrt 3, sqrt 3): unit variance, times sqrt(s) */
-	b = (float)(opt.noise * sqrt(3.0 * (double)(s - p->applied)) * 2.0);
+	b = (float)(opt.noise * sqrt(3.0 * sim_noise_var(p->applied, s)) * 2.0);
 	for (int j = 0; j < opt.dim; j++)
 		p->x[j] += a * dir[j] + (p->own != NULL ? c * p->own[j] : 0.0f) +
 		    b * (prof != NULL ? prof[j] : 1.0f) * (sim_noise(p->noise) - 0.5f);
@@ -966,6 +982,8 @@ sim_usage(FILE *f)
 	    "      --own-drift X      per step, along a direction of each peer's own (its\n"
 	    "                         shard's pull), scaled as the noise (default 0)\n"
 	    "      --noise X          per step, per value, apart per peer (default 0.01)\n"
+	    "      --noise-growth G   step k's noise has 1 + G k times the variance of\n"
+	    "                         --noise (a walk that speeds up; default 0)\n"
 	    "      --noise-profile F  each value's noise scale, --dim little-endian float32\n"
 	    "                         (scaled to mean square 1; default: all alike)\n"
 	    "      --momentum M       a step adds a velocity keeping M of itself, which\n"
@@ -1059,6 +1077,7 @@ sim_parse(int argc, char **argv)
 		{ "drift", required_argument, NULL, 'D' },
 		{ "noise", required_argument, NULL, 'N' },
 		{ "own-drift", required_argument, NULL, 'O' },
+		{ "noise-growth", required_argument, NULL, 'G' },
 		{ "noise-profile", required_argument, NULL, 'F' },
 		{ "momentum", required_argument, NULL, 'M' },
 		{ "start-model", required_argument, NULL, 'A' },
@@ -1122,6 +1141,7 @@ sim_parse(int argc, char **argv)
 		case 'D': rc = simopt_real("drift", optarg, 0, 1e6, &opt.drift); break;
 		case 'N': rc = simopt_real("noise", optarg, 0, 1e6, &opt.noise); break;
 		case 'O': rc = simopt_real("own-drift", optarg, 0, 1e6, &opt.own_drift); break;
+		case 'G': rc = simopt_real("noise-growth", optarg, 0, 1e6, &opt.noise_growth); break;
 		case 'F': opt.profile = optarg; break;
 		case 'M': rc = simopt_real("momentum", optarg, 0, 0.999, &opt.momentum); break;
 		case 'A': opt.start = optarg; break;
