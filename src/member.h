@@ -8,9 +8,10 @@
  * A live peer refutes a suspicion (or a dead record) about itself by
  * raising its incarnation. Updates (alive, suspect, dead, left) ride on
  * every message, infection-style: each one about n members is sent
- * retransmit_mult * ceil(log2(n + 1)) times, and a gossip timer pushes
- * pending updates to gossip_fanout members so news does not wait for the
- * next probe. Joiners and a periodic anti-entropy round exchange the whole
+ * retransmit_mult * ceil(log2(n + 1)) times, a join fewer as other
+ * members are heard repeating it (member_table_apply), and a gossip
+ * timer pushes pending updates to gossip_fanout members so news does not
+ * wait for the next probe. Joiners and a periodic anti-entropy round exchange the whole
  * table (SYNC), which also heals a job that started as two groups. A
  * table larger than a message goes in turns; an answer that brought
  * members not known before asks for the next turn one period later

@@ -379,6 +379,15 @@ newer(const struct mentry *e, const struct member_update *u)
 	}
 }
 
+/* Is u a join this peer is still spreading, heard back from another
+ * member (member_table.h)? */
+static int
+echo(const struct mentry *e, const struct member_update *u)
+{
+	return e->transmits > 0 && e->state == MEMBER_ALIVE &&
+	    u->state == MEMBER_ALIVE && u->incarnation == e->inc && u->id == e->id;
+}
+
 int
 member_table_apply(struct member *m, const struct member_update *u, double now)
 {
@@ -407,8 +416,11 @@ member_table_apply(struct member *m, const struct member_update *u, double now)
 	}
 	if ((e = member_table_find(m, u->addr)) == NULL)
 		return add(m, u, now) != NULL;
-	if (!newer(e, u))
+	if (!newer(e, u)) {
+		if (echo(e, u))
+			member_table_set_transmits(m, e, e->transmits - 1u);
 		return 0;
+	}
 	old = e->state;
 	was_live = member_table_live(e);
 	e->inc = u->incarnation;

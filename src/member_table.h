@@ -171,7 +171,15 @@ void member_table_set_state(struct member *m, struct mentry *e, enum member_stat
 void member_table_order_rebuild(struct member *m);
 /* Forget dead and left records older than MEMBER_REAP_S. */
 void member_table_reap(struct member *m, double now);
-/* Merge one received update into the table; 1 if it added a record. */
+/* Merge one received update into the table; 1 if it added a record.
+ * A join this peer is still spreading that comes back unchanged from
+ * another member, as its news or in its table (SYNC), costs one of the
+ * transmissions left (Demers et al. 1987, rumour mongering with a
+ * counter): a record everybody holds is heard often and stops being news
+ * soon, so N peers that start together do not each send N log N updates
+ * long after they agreed, while a single join, which few hold yet, is
+ * spread as before. Suspect, dead and left news keep their full count:
+ * detection rests on it. */
 int member_table_apply(struct member *m, const struct member_update *u, double now);
 /* -EINVAL with what is wrong if the index, the counts, the news lists or
  * the probe order disagree with the records. */

@@ -611,6 +611,69 @@ sync_to(struct member *m, uint8_t flags, uint32_t seq)
 	member_recv(m, now, u[0].id, u[0].addr, MEMBER_T_SYNC, buf, (size_t)len);
 }
 
+/* Send m one message of type and flags from the member at from (its own
+ * record first, alive), carrying the record of addr at state st, id and
+ * incarnation inc. */
+static void
+hear(struct member *m, uint8_t type, uint8_t flags, const char *from,
+    const char *addr, enum member_state st, uint64_t inc)
+{
+	static struct member_update u[2];
+	static uint8_t buf[512];
+	struct member_msg msg = { .flags = flags, .n = 2, .u = u };
+	int len;
+
+	u[0].state = MEMBER_ALIVE;
+	u[0].id = 5;
+	u[0].incarnation = 1;
+	snprintf(u[0].addr, sizeof(u[0].addr), "%s", from);
+	u[1].state = (uint8_t)st;
+	u[1].id = 6;
+	u[1].incarnation = inc;
+	snprintf(u[1].addr, sizeof(u[1].addr), "%s", addr);
+	len = member_msg_encode(type, &msg, buf, sizeof(buf));
+	REQUIRE(len > 0);
+	member_recv(m, now, 5, from, type, buf, (size_t)len);
+}
+
+/* A join heard back unchanged from another member, as its news or in its
+ * table, costs one of its transmissions left (member_table_apply); a
+ * newer record, an older one, and suspect news do not. Without it, N
+ * peers that start together each send N log N updates long after they
+ * agreed (README, Membership at scale). */
+static void
+test_echo(void)
+{
+	const char *x = "10.6.0.9:7000", *y = "10.6.0.8:7000";
+	struct member *m = lone_member("10.6.0.1:7000", 11, drop_send);
+	unsigned full, grown;
+
+	hear(m, MEMBER_T_GOSSIP, 0, "10.6.0.2:7000", x, MEMBER_ALIVE, 1);
+	full = member_table_find(m, x)->transmits;
+	REQUIRE(full > 2);
+	hear(m, MEMBER_T_GOSSIP, 0, "10.6.0.3:7000", x, MEMBER_ALIVE, 1);
+	CHECKF(member_table_find(m, x)->transmits == full - 1,
+	    "%u transmissions left after an echo, of %u", member_table_find(m, x)->transmits,
+	    full);
+	hear(m, MEMBER_T_SYNC, 0, "10.6.0.4:7000", x, MEMBER_ALIVE, 1);
+	CHECK(member_table_find(m, x)->transmits == full - 2);
+	hear(m, MEMBER_T_GOSSIP, 0, "10.6.0.3:7000", x, MEMBER_ALIVE, 0);
+	CHECK(member_table_find(m, x)->transmits == full - 2);
+	for (unsigned i = 0; i < full; i++)
+		hear(m, MEMBER_T_GOSSIP, 0, "10.6.0.3:7000", x, MEMBER_ALIVE, 1);
+	CHECK(member_table_find(m, x)->transmits == 0);
+	/* the job grew meanwhile: a record's full count did too */
+	hear(m, MEMBER_T_GOSSIP, 0, "10.6.0.3:7000", x, MEMBER_ALIVE, 2);
+	grown = member_table_find(m, x)->transmits;
+	CHECK(grown >= full);
+	hear(m, MEMBER_T_GOSSIP, 0, "10.6.0.2:7000", y, MEMBER_SUSPECT, 1);
+	hear(m, MEMBER_T_GOSSIP, 0, "10.6.0.3:7000", y, MEMBER_SUSPECT, 1);
+	CHECK(member_table_find(m, y)->transmits == grown);
+	member_free(m);
+	printf("ok: a join heard back costs one of its %u transmissions; suspect news none\n",
+	    full);
+}
+
 /* A joiner into a large job walks the table in slices of the addresses'
  * hashes, one each period from a random member, instead of taking turns
  * that overlap at random (member.h): the slices hold every record once,
@@ -872,6 +935,7 @@ static const struct check_case cases[] = {
 	{ "member_revivals", test_revivals },
 	{ "member_sync_turns", test_sync_turns },
 	{ "member_sync_walk", test_sync_walk },
+	{ "member_echo", test_echo },
 	{ "member_index", test_index },
 	{ "member_scenario", test_scenario },
 	{ "member_rescue", test_rescue },
