@@ -8,23 +8,22 @@
  * A live peer refutes a suspicion (or a dead record) about itself by
  * raising its incarnation. Updates (alive, suspect, dead, left) ride on
  * every message, infection-style: each one about n members is sent
- * retransmit_mult * ceil(log2(n + 1)) times, a join fewer as other
- * members are heard repeating it (member_table_apply), and a gossip
- * timer pushes pending updates to gossip_fanout members so news does not
- * wait for the next probe. Joiners and a periodic anti-entropy round exchange the whole
- * table (SYNC), which also heals a job that started as two groups. A
- * table larger than a message goes in turns; an answer that brought
- * members not known before asks for the next turn one period later
- * instead of sync_ms. A peer far behind (an answer says its sender holds
- * a slice more records than we do: a joiner) walks the table instead:
- * it asks for slice 1, 2, ... K of its addresses' hashes, one a period,
- * each of a random member, so a job of N is had whole in N/384 periods
- * with the load spread over the job; two slices in a row that teach
- * nothing end it (the table is had, or the count was false). Turns from
- * random members would not do: each answerer's turn starts where its own
- * last one stopped, so they overlap at random and the last records come
- * by coupon collecting (a joiner into 3,000 listed everyone after 42 s,
- * into 1,000 after 1.7).
+ * retransmit_mult * ceil(log2(n + 1)) times, a join fewer as other members
+ * are heard repeating it (member_table_apply), and a gossip timer pushes
+ * pending updates to gossip_fanout members so news does not wait for the
+ * next probe. Joiners and a periodic anti-entropy round exchange the whole
+ * table (SYNC), which also heals a job that started as two groups. A table
+ * larger than a message goes in turns; an answer that brought members not
+ * known before asks for the next turn one period later instead of sync_ms.
+ * A peer far behind (an answer says its sender holds a slice more records
+ * than we do: a joiner) walks the table instead: it asks for slice 1, 2,
+ * ... K of its addresses' hashes, one a period, each of a random member,
+ * so a job of N is had whole in N/384 periods with the load spread over
+ * the job; two slices in a row that teach nothing end it (the table is
+ * had, or the count was false). Turns from random members would not do:
+ * each answerer's turn starts where its own last one stopped, so they
+ * overlap at random and the last records come by coupon collecting (a
+ * joiner into 3,000 listed everyone after 42 s, into 1,000 after 1.7).
  *
  * A peer that knows no live member but itself (its seeds gone before it
  * reached them, or every member it knew declared dead or left, maybe
