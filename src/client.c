@@ -654,7 +654,9 @@ gd_client_set_timeout(struct gd_client *c, int timeout_ms)
 		c->timeout_ms = timeout_ms;
 }
 
-/* The kinds a step request's "optimizer" names (gossipd-attach(7)). */
+/* The kinds a step request's "optimizer" names (gossipd-attach(7)): the
+ * daemon's config_optimizer_names, which this library, linking none of
+ * the daemon's code, cannot use. */
 static const char *const client_optimizers[] = { "sgd", "adaptive" };
 
 int
@@ -664,15 +666,16 @@ gd_client_set_optimizer(struct gd_client *c, const char *kind, char *err, size_t
 
 	if ((rc = client_check(c, err, errlen)) < 0)
 		return rc;
-	for (size_t i = 0; kind != NULL && i < sizeof(client_optimizers) /
-	    sizeof(client_optimizers[0]); i++)
+	if (kind == NULL)
+		return client_err(err, errlen, -EINVAL, "optimizer: none named");
+	for (size_t i = 0; i < sizeof(client_optimizers) / sizeof(client_optimizers[0]); i++)
 		if (strcmp(kind, client_optimizers[i]) == 0) {
 			c->optimizer = client_optimizers[i];
 			c->optimizer_told = 0;
 			return 0;
 		}
-	return client_err(err, errlen, -EINVAL, "optimizer: \"sgd\" or \"adaptive\", not %s%s%s",
-	    kind != NULL ? "\"" : "", kind != NULL ? kind : "NULL", kind != NULL ? "\"" : "");
+	return client_err(err, errlen, -EINVAL, "optimizer: \"sgd\" or \"adaptive\", not \"%s\"",
+	    kind);
 }
 
 /* Adds a report field that is a finite number; counts must be whole and
