@@ -80,9 +80,10 @@ static const struct config_key config_keys[] = {
 	  "longest wait for members to acknowledge a leave announcement (default: 2000)" },
 	{ "mode", 0, "MODE", CT_CHOICE, OFF(mode), 0, 0, NULL, 0,
 	  "exchange %s (default: delta)" },
-	{ "values", 0, "fp32|fp16|int8", CT_ENUM, OFF(values), 0, 0, NULL, 1,
+	{ "values", 0, "fp32|fp16|int8|int2", CT_ENUM, OFF(values), 0, 0, NULL, 1,
 	  "how exchanged values and a joiner's pulled model travel; int8 has one scale per 64 "
-	  "values (default: int8)" },
+	  "values; int2 (mode share) a sign and one of two magnitudes per 64, with pulls and "
+	  "closing exchanges in int8 (default: int8)" },
 	{ "density", 0, "X", CT_DOUBLE, OFF(density), 1e-6, 1, NULL, 1,
 	  "saps, delta, share: fraction of the model one exchange or share carries"
 	  " (default: 0.04)" },
@@ -594,10 +595,22 @@ config_rule_optimizer(const struct config *c, struct errbuf *err)
 	return 0;
 }
 
+/* Two bits a value lose too much for anything but a share's moves, whose
+ * residual keeps what the rounding drops (gossip_wire.h). */
+static int
+config_rule_values(const struct config *c, struct errbuf *err)
+{
+	if (c->values == GOSSIP_INT2 && !gossip_mode_row(c->mode)->shares)
+		return errbuf_set(err, -EINVAL, "values: int2 rounds a share's moves, whose "
+		    "residual keeps the rest; it needs mode share (an exchange averages the "
+		    "model's own values)");
+	return 0;
+}
+
 static int (*const config_rules[])(const struct config *c, struct errbuf *err) = {
 	config_rule_key_file, config_rule_listen, config_rule_metrics_listen, config_rule_probe,
 	config_rule_resume, config_rule_model, config_rule_mask, config_rule_job,
-	config_rule_increment, config_rule_share_outer, config_rule_optimizer,
+	config_rule_increment, config_rule_share_outer, config_rule_optimizer, config_rule_values,
 };
 
 static int

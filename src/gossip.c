@@ -125,6 +125,7 @@ struct gossip_send_ctx {
 
 static const char *const gossip_values_names[GOSSIP_VALUES_N] = {
 	[GOSSIP_FP32] = "fp32", [GOSSIP_FP16] = "fp16", [GOSSIP_INT8] = "int8",
+	[GOSSIP_INT2] = "int2",
 };
 
 const char *

@@ -23,9 +23,24 @@ gossip_values_bytes(enum gossip_values fmt, size_t n)
 		return 2 * n;
 	case GOSSIP_INT8:
 		return n + 4 * ((n + GOSSIP_Q_BLOCK - 1) / GOSSIP_Q_BLOCK);
+	case GOSSIP_INT2:
+		/* a block's codes fill whole bytes but the last block's */
+		return (n + 3) / 4 + 8 * ((n + GOSSIP_Q_BLOCK - 1) / GOSSIP_Q_BLOCK);
 	default:
 		return 4 * n;
 	}
+}
+
+int
+gossip_values_whole(unsigned fmt)
+{
+	return fmt < GOSSIP_VALUES_N && fmt != GOSSIP_INT2;
+}
+
+enum gossip_values
+gossip_values_for_whole(enum gossip_values fmt)
+{
+	return gossip_values_whole(fmt) ? fmt : GOSSIP_INT8;
 }
 
 static void
@@ -46,6 +61,62 @@ gossip_int8_put(uint8_t *out, const float *v, size_t n)
 			out[4 + i] = (uint8_t)(int8_t)q;
 		}
 		out += 4 + len;
+	}
+}
+
+/* A block's two magnitudes are the means of the magnitudes up to and
+ * above its mean one: a step of Lloyd's two-level quantizer, which suits a
+ * share's top values (heavy-tailed, few near zero) better than a uniform
+ * grid would; sums in double, so finite values give finite magnitudes. */
+static void
+gossip_int2_put(uint8_t *out, const float *v, size_t n)
+{
+	for (size_t b = 0; b < n; b += GOSSIP_Q_BLOCK) {
+		size_t len = n - b < GOSSIP_Q_BLOCK ? n - b : GOSSIP_Q_BLOCK, nhi = 0;
+		double sum = 0, lo = 0, hi = 0, cut;
+		float mag[2];
+
+		for (size_t i = 0; i < len; i++)
+			sum += fabs((double)v[b + i]);
+		cut = sum / (double)len;
+		for (size_t i = 0; i < len; i++) {
+			double a = fabs((double)v[b + i]);
+
+			if (a > cut) {
+				hi += a;
+				nhi++;
+			} else {
+				lo += a;
+			}
+		}
+		mag[0] = nhi < len ? (float)(lo / (double)(len - nhi)) : 0;
+		mag[1] = nhi > 0 ? (float)(hi / (double)nhi) : 0;
+		memcpy(out, mag, 8);
+		memset(out + 8, 0, (len + 3) / 4);
+		for (size_t i = 0; i < len; i++) {
+			unsigned code = (signbit(v[b + i]) ? 1u : 0u) |
+			    (fabs((double)v[b + i]) > cut ? 2u : 0u);
+
+			out[8 + i / 4] |= (uint8_t)(code << (2 * (i % 4)));
+		}
+		out += 8 + (len + 3) / 4;
+	}
+}
+
+static void
+gossip_int2_get(float *v, const uint8_t *in, size_t n)
+{
+	for (size_t b = 0; b < n; b += GOSSIP_Q_BLOCK) {
+		size_t len = n - b < GOSSIP_Q_BLOCK ? n - b : GOSSIP_Q_BLOCK;
+		float mag[2];
+
+		memcpy(mag, in, 8);
+		for (size_t i = 0; i < len; i++) {
+			unsigned code = (in[8 + i / 4] >> (2 * (i % 4))) & 3u;
+
+			v[b + i] = code & 1u ? -mag[code >> 1] : mag[code >> 1];
+		}
+		in += 8 + (len + 3) / 4;
 	}
 }
 
@@ -77,6 +148,9 @@ gossip_values_put(uint8_t *out, const float *v, size_t n, enum gossip_values fmt
 	case GOSSIP_INT8:
 		gossip_int8_put(out, v, n);
 		break;
+	case GOSSIP_INT2:
+		gossip_int2_put(out, v, n);
+		break;
 	default:
 		memcpy(out, v, n * sizeof(float));
 		break;
@@ -97,6 +171,9 @@ gossip_values_get(float *v, const uint8_t *in, size_t n, enum gossip_values fmt)
 		break;
 	case GOSSIP_INT8:
 		gossip_int8_get(v, in, n);
+		break;
+	case GOSSIP_INT2:
+		gossip_int2_get(v, in, n);
 		break;
 	default:
 		memcpy(v, in, n * sizeof(float));
@@ -158,7 +235,7 @@ gossip_req_decode(const uint8_t *buf, size_t len, struct gossip_req *q, struct e
 		return errbuf_set(err, -EBADMSG, "version %u", buf[0]);
 	if (gossip_mode_by_wire(buf[1], &q->mode) < 0 || gossip_mode_row(q->mode)->shares)
 		return errbuf_set(err, -EBADMSG, "mode %u", buf[1]);
-	if (buf[2] >= GOSSIP_VALUES_N)
+	if (!gossip_values_whole(buf[2]))
 		return errbuf_set(err, -EBADMSG, "values %u", buf[2]);
 	q->values = (enum gossip_values)buf[2];
 	q->block = wire_get_u32(buf + 4);

@@ -15,7 +15,11 @@
  *	       8 nonce(u64)  16 count(u64)  24 step(u64)  32 count values when
  *	       status is OK
  *	values fp32 or fp16: count of them; int8: per GOSSIP_Q_BLOCK values
- *	       (the last block shorter) an f32 scale, then that many int8
+ *	       (the last block shorter) an f32 scale, then that many int8;
+ *	       int2 (shares only): per block two f32 magnitudes, low and
+ *	       high, then 2 bits a value, 4 to a byte from the low bits up
+ *	       (bit 0 the sign, bit 1 the high magnitude), the last byte
+ *	       padded with zeros
  */
 #ifndef GD_GOSSIP_WIRE_H
 #define GD_GOSSIP_WIRE_H
@@ -31,8 +35,9 @@ struct mask;
 #define GOSSIP_WIRE_VERSION 1
 #define GOSSIP_REQ_HEADER 48
 #define GOSSIP_REPLY_HEADER 32
-/* int8 values per scale: 64 keeps the scale's cost at 1/16 of a byte per
- * value, and a block's largest value near its typical ones. */
+/* int8 values per scale (int2's per pair of magnitudes): 64 keeps the
+ * scale's cost at 1/16 of a byte per value, and a block's largest value
+ * near its typical ones. */
 #define GOSSIP_Q_BLOCK 64
 
 enum gossip_reply_status { GOSSIP_REPLY_OK, GOSSIP_REPLY_BUSY, GOSSIP_REPLY_REFUSED };
@@ -60,6 +65,13 @@ struct gossip_reply {
 
 /* Bytes n values take in fmt. */
 size_t gossip_values_bytes(enum gossip_values fmt, size_t n);
+/* Whether a model's own values (an exchange's, a pull's) may travel in
+ * fmt, a byte off the wire: int2 keeps two magnitudes a block, which only
+ * a share's moves bear (their residual keeps what the rounding loses). */
+int gossip_values_whole(unsigned fmt);
+/* The format a model's own values travel in when fmt is configured:
+ * int8 in place of int2, else fmt. */
+enum gossip_values gossip_values_for_whole(enum gossip_values fmt);
 void gossip_values_put(uint8_t *out, const float *v, size_t n, enum gossip_values fmt);
 /* Reads gossip_values_bytes(fmt, n) bytes of in. A scale that is not
  * finite gives values that are not: the caller vets them. */

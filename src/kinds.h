@@ -12,9 +12,9 @@
 
 /* A mode is a row of gossip_mode.c's table, which names it and gives its
  * byte on the wire. Values: in the order of the config's metavar
- * "fp32|fp16|int8"; the numbers travel in REQ headers. */
+ * "fp32|fp16|int8|int2"; the numbers travel in REQ headers. */
 enum gossip_mode { GOSSIP_SAPS, GOSSIP_DENSE, GOSSIP_DELTA, GOSSIP_SHARE, GOSSIP_MODE_N };
-enum gossip_values { GOSSIP_FP32, GOSSIP_FP16, GOSSIP_INT8, GOSSIP_VALUES_N };
+enum gossip_values { GOSSIP_FP32, GOSSIP_FP16, GOSSIP_INT8, GOSSIP_INT2, GOSSIP_VALUES_N };
 
 enum select_policy { SELECT_ADAPTIVE, SELECT_RANDOM };
 

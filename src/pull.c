@@ -2,7 +2,8 @@
  * pull: see pull.h. Layouts (little-endian):
  *
  * PULL   0 id(u64)  8 off(u64)  16 len(u64)  24 values(u8: the format asked,
- *        enum gossip_values as in gossip_wire.h, in the low 6 bits; the
+ *        enum gossip_values as in gossip_wire.h but int2, a share's
+ *        format (gossip_values_whole), in the low 6 bits; the
  *        high bit PULL_REQ_DONE_OK: a donor whose training is over may
  *        answer; the next bit PULL_REQ_DIGEST: at 25 follows the digest
  *        of the asker's starting model, PULL_DIGEST_BYTES)
@@ -194,7 +195,7 @@ pull_req_encode(uint8_t out[PULL_REQ_MAX], const struct pull_req *r)
 int
 pull_req_decode(const uint8_t *buf, size_t len, struct pull_req *r)
 {
-	if (len < PULL_REQ_SIZE || (buf[24] & ~PULL_REQ_FLAGS) >= GOSSIP_VALUES_N)
+	if (len < PULL_REQ_SIZE || !gossip_values_whole(buf[24] & ~PULL_REQ_FLAGS))
 		return -EBADMSG;
 	r->has_digest = (buf[24] & PULL_REQ_DIGEST) != 0;
 	if (len != (r->has_digest ? PULL_REQ_MAX : PULL_REQ_SIZE))
@@ -221,7 +222,7 @@ pull_chunk_decode(const uint8_t *buf, size_t len, struct pull_chunk *c)
 	c->status = (int32_t)wire_get_u32(buf + 32);
 	c->fmt = (enum gossip_values)buf[36];
 	c->values = buf + PULL_CHUNK_HEADER;
-	if (c->status > 0 || buf[36] >= GOSSIP_VALUES_N)
+	if (c->status > 0 || !gossip_values_whole(buf[36]))
 		return -EBADMSG;
 	if (c->status < 0)
 		return len == PULL_CHUNK_HEADER ? 0 : -EBADMSG;

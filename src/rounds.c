@@ -153,8 +153,8 @@ rounds_gossip_params(struct rounds *r, struct gossip_params *gp)
 	/* Closing mixes as its mode's row says (delta: random slices, as
 	 * what is left is disagreement with the others, which this peer's own
 	 * drift does not show: there is no training any more). */
-	*gp = (struct gossip_params){ c->mode, c->values, rounds_density(r), (size_t)c->mask_block,
-	    c->seed, c->exchange_timeout };
+	*gp = (struct gossip_params){ c->mode, gossip_values_for_whole(c->values),
+	    rounds_density(r), (size_t)c->mask_block, c->seed, c->exchange_timeout };
 	if (r->closing.active) {
 		gp->mode = gossip_mode_row(gp->mode)->closes_as;
 		gp->density = c->close_density;
@@ -406,9 +406,9 @@ rounds_close_begin(struct rounds *r, double now)
 	if (r == NULL || r->cfg->close_budget <= 0 || r->stopped)
 		return 0;
 	c = r->cfg;
-	/* in model sizes at the configured value format */
+	/* in model sizes at the format its exchanges send */
 	cp.budget_bytes = (uint64_t)(c->close_budget *
-	    (double)gossip_values_bytes(c->values, r->m->d));
+	    (double)gossip_values_bytes(gossip_values_for_whole(c->values), r->m->d));
 	cp.distance = c->close_distance;
 	cp.timeout = c->close_timeout;
 	clock_gettime(CLOCK_REALTIME, &wall);
@@ -667,7 +667,7 @@ rounds_apply_params(struct rounds *r, double now)
 	trust_set_params(r->share_trust,
 	    &(struct trust_params){ SHARE_CLIP_SCALE * c->clip_factor });
 	pull_set_timeout(r->pull, c->exchange_timeout);
-	pull_set_values(r->pull, c->values);
+	pull_set_values(r->pull, gossip_values_for_whole(c->values));
 	if (c->lag == 0)
 		rounds_let_go(r);
 	rounds_schedule(r, now);
@@ -768,7 +768,7 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 	/* A joiner's donors send the exchanges' format (pull.h: in int8 a
 	 * quarter of fp32's bytes); a change through the control socket
 	 * reaches it by rounds_apply_params, as it reaches the exchanges. */
-	pull_set_values(r->pull, cfg->values);
+	pull_set_values(r->pull, gossip_values_for_whole(cfg->values));
 	*out = r;
 	return 0;
 }

@@ -140,6 +140,9 @@ test_config(void)
 	    "--optimizer", "adaptive", NULL });
 	CHECKF(rc == 0 && c.optimizer == OPTIMIZER_ADAPTIVE, "optimizer adaptive: %s", err.msg);
 	config_free(&c);
+	rc = load(&c, &err, (const char *[]){ "--mode", "share", "--values", "int2", NULL });
+	CHECKF(rc == 0 && c.values == GOSSIP_INT2, "values int2: %s", err.msg);
+	config_free(&c);
 
 	rc = load(&c, &err, (const char *[]){ "--help", NULL });
 	CHECKF(rc == 1, "--help should return 1, got %d", rc);
@@ -211,6 +214,8 @@ test_config(void)
 		{ "optimizer: adaptive weighs mode share's shares", { "--trainer", "external",
 		    "--optimizer", "adaptive" } },
 		{ "optimizer", { "--optimizer", "adam" } },
+		{ "values: int2 rounds a share's moves", { "--values", "int2" } },
+		{ "values", { "--values", "int4" } },
 		{ "residual_decay", { "--residual-decay", "1.5" } },
 		{ "start", { "--start", "first" } },
 		/* peers: parsed at load, each address by the same rule. */

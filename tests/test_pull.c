@@ -408,7 +408,8 @@ test_codec_and_donor(void)
  * rounding (values here within 0.6 of 0). A CHUNK of a byte more or less
  * than its format's length, one relabelled to a format of another
  * length, and one of an unknown format are malformed; so is a PULL that
- * asks for an unknown format, and it goes unanswered. */
+ * asks for an unknown format, and it goes unanswered. int2 is a share's
+ * format, never a model's: asked or answered, it is malformed too. */
 static void
 test_codec_formats(void)
 {
@@ -425,6 +426,8 @@ test_codec_formats(void)
 	for (int f = 0; f < GOSSIP_VALUES_N; f++) {
 		size_t len;
 
+		if (!gossip_values_whole((unsigned)f))
+			continue;
 		ask_in(0, 1, 1, 64, 100, (enum gossip_values)f, &c);
 		len = queue[0].len;
 		CHECKF(c.status == 0 && c.fmt == (enum gossip_values)f && c.len == 100 &&
@@ -440,7 +443,8 @@ test_codec_formats(void)
 		CHECK(pull_chunk_decode(buf, len + 1, &c) == -EBADMSG);
 		for (int g = 0; g < GOSSIP_VALUES_N; g++) {
 			buf[36] = (uint8_t)g;
-			CHECK(pull_chunk_decode(buf, len, &c) == (g == f ? 0 : -EBADMSG));
+			CHECKF(pull_chunk_decode(buf, len, &c) == (g == f ? 0 : -EBADMSG),
+			    "format %d relabelled %d", f, g);
 		}
 		buf[36] = GOSSIP_VALUES_N;
 		CHECK(pull_chunk_decode(buf, len, &c) == -EBADMSG);
@@ -458,13 +462,16 @@ test_codec_formats(void)
 	pull_req_encode(req, &r);
 	req[24] = GOSSIP_VALUES_N | 0x80;
 	CHECK(pull_req_decode(req, PULL_REQ_SIZE, &r) == -EBADMSG);
+	req[24] = GOSSIP_INT2;
+	CHECK(pull_req_decode(req, PULL_REQ_SIZE, &r) == -EBADMSG);
+	pull_recv(peers[1].p, 0, peers[0].addr, PULL_T_PULL, req, PULL_REQ_SIZE);
 	req[24] = GOSSIP_VALUES_N;
 	CHECK(pull_req_decode(req, PULL_REQ_SIZE, &r) == -EBADMSG);
 	pull_recv(peers[1].p, 0, peers[0].addr, PULL_T_PULL, req, PULL_REQ_SIZE);
 	CHECK(nq == 0);
 	o = json_object();
 	CHECK(pull_stats_json(peers[1].p, o) == 0);
-	CHECK(json_integer_value(json_object_get(json_object_get(o, "pull"), "malformed")) == 1);
+	CHECK(json_integer_value(json_object_get(json_object_get(o, "pull"), "malformed")) == 2);
 	json_decref(o);
 	teardown();
 }

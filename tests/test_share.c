@@ -3,13 +3,15 @@
  * models (as attached processes' are), every message handed over by hand.
  * With every share delivered the peers hold one model: the start plus the
  * mean of their moves, exactly in fp32 once the residuals are sent, near
- * it in int8, and with an outer lr that times the mean; a share cut into pieces gives what one message gives; a
- * round after many steps sends at most SHARE_GROWTH times the last. A
- * share goes in at the weight its sender gave it, not at the receiver's
- * count of members, so that counts apart (a membership settling) leave
- * the anchors together; a sender cannot weigh itself up by more than
- * SHARE_N_SLACK. Bad messages touch nothing and are counted by reason; a member whose shares
- * are far larger than the others' is clipped, then suspected and dropped.
+ * it in int8, near it in int2 once many rounds spent the residuals, and
+ * with an outer lr that times the mean; a share cut into pieces gives
+ * what one message gives; a round after many steps sends at most
+ * SHARE_GROWTH times the last. A share goes in at the weight its sender
+ * gave it, not at the receiver's count of members, so that counts apart
+ * (a membership settling) leave the anchors together; a sender cannot
+ * weigh itself up by more than SHARE_N_SLACK. Bad messages touch nothing
+ * and are counted by reason; a member whose shares are far larger than
+ * the others' is clipped, then suspected and dropped.
  */
 #include <errno.h>
 #include <math.h>
@@ -209,6 +211,35 @@ test_int8(void)
 	for (int p = 0; p < P; p++)
 		train(p);
 	for (int r = 0; r < 6; r++)
+		for (int p = 0; p < P; p++)
+			round_of(p, &sp);
+	for (int i = 0; i < D; i++)
+		CHECKF(fabsf(mem[0][i] - mem[1][i]) < 1e-5f && fabsf(mem[1][i] - mem[2][i]) < 1e-5f,
+		    "x[%d] %g %g %g", i, mem[0][i], mem[1][i], mem[2][i]);
+	check_mean(0.01f);
+	teardown();
+}
+
+/* int2 values: two bits a value lose much more than int8, but what a
+ * round drops stays in the residual and goes out in later rounds, so
+ * the peers still agree, and reach the mean move once the residuals are
+ * spent; one round leaves them well short of it. */
+static void
+test_int2(void)
+{
+	struct share_params sp = { GOSSIP_INT2, 0.5, 1000 };
+	double err1 = 0;
+
+	setup();
+	for (int p = 0; p < P; p++)
+		train(p);
+	for (int p = 0; p < P; p++)
+		round_of(p, &sp);
+	for (int i = 0; i < D; i++)
+		err1 = fmax(err1, fabs(mem[0][i] - ((float)i / D + (move(0, i) + move(1, i) +
+		    move(2, i)) / P)));
+	CHECKF(err1 > 0.1, "one round: %g from the mean", err1);
+	for (int r = 0; r < 40; r++)
 		for (int p = 0; p < P; p++)
 			round_of(p, &sp);
 	for (int i = 0; i < D; i++)
@@ -430,6 +461,7 @@ static const struct check_case cases[] = {
 	{ "share_lr", test_lr },
 	{ "share_residual_pieces", test_residual_pieces },
 	{ "share_int8", test_int8 },
+	{ "share_int2", test_int2 },
 	{ "share_decay", test_decay },
 	{ "share_growth", test_growth },
 	{ "share_weight", test_weight },
