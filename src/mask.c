@@ -226,6 +226,119 @@ mask_decode(struct mask *m, const uint8_t *in, size_t len, size_t count, size_t 
 	return pos == len ? 0 : -EINVAL;
 }
 
+/* Bits of m's gaps at parameter k: the first coordinate's gap is its
+ * index, each next one's its distance less one, so a range's inner gaps
+ * are 0. */
+static uint64_t
+mask_rice_bits(const struct mask *m, unsigned k)
+{
+	uint64_t next = 0, bits = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		bits += ((m->r[i].off - next) >> k) + (uint64_t)(1 + k) * m->r[i].len;
+		next = m->r[i].off + m->r[i].len;
+	}
+	return bits;
+}
+
+unsigned
+mask_rice_best(const struct mask *m, size_t *bytes)
+{
+	uint64_t best = mask_rice_bits(m, 0), bits;
+	unsigned kbest = 0;
+
+	for (unsigned k = 1; k <= MASK_RICE_KMAX; k++) {
+		if ((bits = mask_rice_bits(m, k)) < best) {
+			best = bits;
+			kbest = k;
+		}
+	}
+	*bytes = (size_t)((best + 7) / 8);
+	return kbest;
+}
+
+struct mask_bits {
+	uint8_t *p;
+	uint64_t at;	/* bits written */
+};
+
+static void
+mask_put_bit(struct mask_bits *w, unsigned bit)
+{
+	if ((w->at & 7) == 0)
+		w->p[w->at >> 3] = 0;
+	w->p[w->at >> 3] |= (uint8_t)(bit << (w->at & 7));
+	w->at++;
+}
+
+static void
+mask_put_rice(struct mask_bits *w, uint64_t gap, unsigned k)
+{
+	for (uint64_t q = gap >> k; q > 0; q--)
+		mask_put_bit(w, 1);
+	mask_put_bit(w, 0);
+	for (unsigned b = 0; b < k; b++)
+		mask_put_bit(w, (unsigned)(gap >> b) & 1u);
+}
+
+size_t
+mask_encode_rice(const struct mask *m, unsigned k, uint8_t *out)
+{
+	struct mask_bits w = { out, 0 };
+	uint64_t next = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		mask_put_rice(&w, m->r[i].off - next, k);
+		for (size_t j = 1; j < m->r[i].len; j++)
+			mask_put_rice(&w, 0, k);
+		next = m->r[i].off + m->r[i].len;
+	}
+	return (size_t)((w.at + 7) / 8);
+}
+
+int
+mask_decode_rice(struct mask *m, unsigned k, const uint8_t *in, size_t len, size_t count,
+    size_t d)
+{
+	uint64_t next = 0, at = 0, end = (uint64_t)len * 8;
+	int rc;
+
+	if (k > MASK_RICE_KMAX)
+		return -EINVAL;
+	mask_clear(m);
+	for (size_t c = 0; c < count; c++) {
+		uint64_t q = 0, gap = 0;
+
+		if (next >= d)
+			return -EINVAL;
+		/* q << k must stay below what is left of d */
+		for (;;) {
+			if (at == end)
+				return -EINVAL;
+			if (((in[at >> 3] >> (at & 7)) & 1u) == 0)
+				break;
+			if (++q > (d - next - 1) >> k)
+				return -EINVAL;
+			at++;
+		}
+		at++;
+		if (end - at < k)
+			return -EINVAL;
+		for (unsigned b = 0; b < k; b++, at++)
+			gap |= (uint64_t)((in[at >> 3] >> (at & 7)) & 1u) << b;
+		gap |= q << k;
+		if (gap >= d - next)
+			return -EINVAL;
+		if ((rc = mask_add(m, next + gap)) < 0)
+			return rc;
+		next += gap + 1;
+	}
+	/* exactly len bytes, the padding zeros */
+	if ((at + 7) / 8 != len || (at & 7 && in[len - 1] >> (at & 7) != 0))
+		return -EINVAL;
+	return 0;
+}
+
 void
 mask_free(struct mask *m)
 {

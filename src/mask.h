@@ -58,6 +58,23 @@ size_t mask_encode(const struct mask *m, uint8_t *out);
 /* Exactly count coordinates in exactly len bytes, each below d, or
  * -EINVAL: nothing a peer sends reaches the model unchecked. */
 int mask_decode(struct mask *m, const uint8_t *in, size_t len, size_t count, size_t d);
+
+/*
+ * The same gaps Rice-coded (mode share's indices): gap g as g >> k in
+ * unary (that many 1 bits, then a 0) and its k low bits, least significant
+ * bit first, packed from each byte's low bit up, the last byte padded with
+ * zeros. Top-k gaps at density p are near geometric with mean 1/p, whose
+ * entropy a Rice code of k near log2(0.69/p) comes within a few percent
+ * of: 6.1 bits a coordinate at 4% against the varint's 8.
+ */
+#define MASK_RICE_KMAX 31
+/* The k up to MASK_RICE_KMAX that codes m in the fewest bytes, and them. */
+unsigned mask_rice_best(const struct mask *m, size_t *bytes);
+/* Returns the bytes written (those mask_rice_best gave for k). */
+size_t mask_encode_rice(const struct mask *m, unsigned k, uint8_t *out);
+/* As mask_decode, for Rice-coded gaps with parameter k. */
+int mask_decode_rice(struct mask *m, unsigned k, const uint8_t *in, size_t len, size_t count,
+    size_t d);
 void mask_free(struct mask *m);
 
 #endif

@@ -194,7 +194,8 @@ share_wire_n(size_t n)
 static int
 share_encode(struct share *s, const struct share_params *p, size_t n, size_t lo, size_t hi)
 {
-	size_t count = hi - lo, max, ilen, at;
+	size_t count = hi - lo, max, ilen, rlen, at;
+	unsigned k;
 	uint8_t *buf;
 	int rc;
 
@@ -220,6 +221,11 @@ share_encode(struct share *s, const struct share_params *p, size_t n, size_t lo,
 	wire_put_u64(buf + 8, s->d);
 	wire_put_u64(buf + 16, count);
 	ilen = mask_encode(&s->piece, buf + SHARE_HEADER);
+	k = mask_rice_best(&s->piece, &rlen);
+	if (rlen < ilen) {
+		buf[4] = (uint8_t)(k + 1);
+		ilen = mask_encode_rice(&s->piece, k, buf + SHARE_HEADER);
+	}
 	wire_put_u64(buf + 24, ilen);
 	gossip_values_put(buf + SHARE_HEADER + ilen, s->vals + lo, count, p->values);
 	gossip_values_get(s->vals + lo, buf + SHARE_HEADER + ilen, count, p->values);
@@ -384,7 +390,8 @@ share_decode(struct share *s, const uint8_t *buf, size_t len, size_t d, size_t *
 	if (count == 0 || count > d || ilen > len - SHARE_HEADER ||
 	    gossip_values_bytes(fmt, count) != len - SHARE_HEADER - ilen)
 		return errbuf_set(err, -EBADMSG, "lengths do not add up");
-	if (mask_decode(&s->rmask, buf + SHARE_HEADER, ilen, count, d) < 0)
+	if ((buf[4] == 0 ? mask_decode(&s->rmask, buf + SHARE_HEADER, ilen, count, d) :
+	    mask_decode_rice(&s->rmask, buf[4] - 1u, buf + SHARE_HEADER, ilen, count, d)) < 0)
 		return errbuf_set(err, -EBADMSG, "bad indices");
 	if (count > s->rcap) {
 		s->rvals = xrealloc(s->rvals, count, sizeof(float));

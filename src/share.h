@@ -96,10 +96,13 @@ extern const struct proto share_proto;
 /* A sender's n counts as at least the receiver's own divided by this. */
 #define SHARE_N_SLACK 2.0
 
-#define SHARE_WIRE_VERSION 2
-/*	0 version(u8)=2  1 values(u8)  2 n(u16, >= 1)  4 0(u32)  8 d(u64)
- *	16 count(u64)  24 ilen(u64)  32 indices (mask_encode, ilen bytes),
- *	then count values (gossip_wire.h's formats), little-endian */
+#define SHARE_WIRE_VERSION 3
+/*	0 version(u8)=3  1 values(u8)  2 n(u16, >= 1)  4 coding(u8: 0 the
+ *	indices as varint gaps, mask_encode; k + 1: Rice-coded gaps,
+ *	mask_encode_rice with parameter k, whichever is shorter)  5 0(3 bytes)
+ *	8 d(u64)  16 count(u64)  24 ilen(u64)  32 indices (ilen bytes), then
+ *	count values (gossip_wire.h's formats), little-endian. Version 2 had
+ *	varint gaps only, and 0 at 4. */
 #define SHARE_HEADER 32
 /* Most bytes one coordinate takes in a message: a varint index (10) and
  * an fp32 value (4), or an int8 one with a block's scale to itself (5),

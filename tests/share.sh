@@ -12,7 +12,8 @@
 # first share waits for it (rounds_share_waits; at 50 steps a second the
 # three train for 9 s): every share of every peer goes to all three
 # others (share.sent = 3 x share.rounds; without the wait the first
-# shares went to two).
+# shares went to two). Its shares travel in int2 (--values int2): none is
+# malformed, and every peer learns as in int8 (>= 0.80).
 #
 # Then a zeroed member (tests/gossipd_faulty --fault scale:0: its shares
 # carry minus the job's model) beside 3 healthy ones (the same test build
@@ -70,7 +71,7 @@ late() {
 		[ "$i" -lt 3 ] || fleet_wait_up w0 60 "the first share waits" || return
 		fleet_gossipd "w$i" --listen "127.0.0.1:${FLEET_PORT[w$i]}" --key-file "$FLEET_DIR/key" \
 			--shard "$i/4" --peers "$peers" --epochs 2 --eval-samples 2000 --mode share \
-			--linger yes --seed 5 --max-step-rate 50
+			--linger yes --seed 5 --max-step-rate 50 --values int2
 	done
 	for i in 0 1 2 3; do fleet_wait_up "w$i" || return; done
 }
@@ -78,13 +79,19 @@ fleet_up late
 for i in 0 1 2 3; do fleet_wait_status "w$i" .state done "finish" 180; done
 for i in 0 1 2 3; do
 	fleet_ctl "w$i" --json stats >"$FLEET_DIR/w$i.stats" || fleet_fail "stats w$i"
+	fleet_ctl "w$i" --json status >"$FLEET_DIR/w$i.json" || fleet_fail "status w$i"
 	rounds=$(fleet_json .share.rounds <"$FLEET_DIR/w$i.stats")
 	sent=$(fleet_json .share.sent <"$FLEET_DIR/w$i.stats")
-	echo "peer w$i: $rounds rounds, $sent shares sent"
+	malformed=$(fleet_json .share.refused.malformed <"$FLEET_DIR/w$i.stats")
+	acc=$(fleet_json .accuracy <"$FLEET_DIR/w$i.json")
+	echo "peer w$i: $rounds rounds, $sent shares sent, $malformed malformed, accuracy $acc"
 	[ "$rounds" -gt 10 ] && [ "$sent" -eq $((3 * rounds)) ] ||
 		fleet_fail "w$i: $sent shares sent in $rounds rounds, not 3 a round"
+	[ "$malformed" -eq 0 ] || fleet_fail "w$i: $malformed int2 shares malformed"
+	$PYTHON -c "import sys; sys.exit(0 if $acc >= 0.80 else 1)" ||
+		fleet_fail "peer w$i accuracy $acc < 0.80 in int2"
 done
-fleet_ok "share: a late peer gets every share (the others wait for it)"
+fleet_ok "share: a late peer gets every share (the others wait for it); int2 learns"
 for i in 0 1 2 3; do fleet_ctl "w$i" leave >/dev/null; done
 for i in 0 1 2 3; do fleet_wait_exit "w$i" 30 || fleet_fail "peer w$i exited non-zero"; done
 

@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "mask.h"
+#include "rng.h"
 #include "util.h"
 
 static void
@@ -224,8 +225,65 @@ test_explicit(void)
 	mask_free(&b);
 }
 
+/* Rice-coded gaps: a hand-coded mask, the best k on geometric gaps
+ * (density 1/32: k 4, about 6.5 bits a coordinate, against the varint's
+ * 8), every k round trips, and what does not decode: a unary run past d,
+ * a missing byte, a trailing one, padding that is not zero, a k too
+ * large. */
+static void
+test_rice(void)
+{
+	const size_t d = 1u << 20;
+	struct mask a = { 0 }, b = { 0 };
+	uint8_t buf[64], *big;
+	struct rng r;
+	size_t len, bytes, vlen;
+	unsigned k;
+
+	/* coordinates 1, 2, 9 at k 2: gaps 1, 0 and 6, each its unary then
+	 * its low bits: 0 1 0 | 0 0 0 | 1 0 0 1 from the low bit up */
+	REQUIRE(mask_add(&a, 1) == 0 && mask_add(&a, 2) == 0 && mask_add(&a, 9) == 0);
+	len = mask_encode_rice(&a, 2, buf);
+	CHECKF(len == 2 && buf[0] == 0x42 && buf[1] == 0x02, "%zu bytes %#x %#x", len, buf[0],
+	    buf[1]);
+	CHECK(mask_decode_rice(&b, 2, buf, len, 3, 10) == 0 && b.count == 3 && b.n == 2 &&
+	    b.r[0].off == 1 && b.r[0].len == 2 && b.r[1].off == 9);
+	CHECK(mask_decode_rice(&b, 2, buf, len, 3, 9) == -EINVAL);
+	CHECK(mask_decode_rice(&b, 2, buf, len, 4, 10) == -EINVAL);
+	CHECK(mask_decode_rice(&b, 2, buf, len - 1, 3, 10) == -EINVAL);
+	buf[len] = 0;
+	CHECK(mask_decode_rice(&b, 2, buf, len + 1, 3, 10) == -EINVAL);
+	buf[1] |= 0x80;
+	CHECK(mask_decode_rice(&b, 2, buf, len, 3, 10) == -EINVAL);
+	CHECK(mask_decode_rice(&b, MASK_RICE_KMAX + 1, buf, len, 3, 10) == -EINVAL);
+	memset(buf, 0xff, sizeof(buf));
+	CHECK(mask_decode_rice(&b, 0, buf, sizeof(buf), 1, d) == -EINVAL);
+
+	mask_clear(&a);
+	rng_init(&r, 7, "rice", 0, 0);
+	for (size_t i = 0; i < d; i++)
+		if (rng_below(&r, 32) == 0)
+			REQUIRE(mask_add(&a, i) == 0);
+	rng_clear(&r);
+	big = malloc(mask_wire_max(a.count));
+	REQUIRE(big != NULL);
+	vlen = mask_encode(&a, big);
+	k = mask_rice_best(&a, &bytes);
+	CHECKF(k == 4 && bytes * 8 < 6.6 * (double)a.count && vlen >= a.count,
+	    "k %u: %zu bytes for %zu coordinates (varint %zu)", k, bytes, a.count, vlen);
+	for (k = 0; k <= MASK_RICE_KMAX; k += 5) {
+		len = mask_encode_rice(&a, k, big);
+		CHECKF(mask_decode_rice(&b, k, big, len, a.count, d) == 0 && b.n == a.n &&
+		    memcmp(a.r, b.r, a.n * sizeof(*a.r)) == 0, "k %u", k);
+	}
+	free(big);
+	mask_free(&a);
+	mask_free(&b);
+}
+
 static const struct check_case cases[] = {
 	{ "mask_explicit", test_explicit },
+	{ "mask_rice", test_rice },
 	{ "mask_two_processes", test_two_processes },
 	{ "mask_density", test_density },
 	{ "mask_check", test_check },

@@ -3,8 +3,8 @@
  * (3-5-3, d = 38 parameters, cpu backend), reset to the same values for
  * every input. Input: one flags byte (bit 0: this peer holds an anchor;
  * bit 1: shares go through a trust, factor 4; bit 2: this peer first takes
- * a round of its own, int8 values with bit 3, which also gives the
- * fallback radius), then records
+ * a round of its own, int8 values with bit 3, int2 with bit 4 (bit 3
+ * unset), which also gives the fallback radius), then records
  *	u8 type (ignored), u8 flags (bit 0: from 10.0.0.3:3, else
  *	10.0.0.2:2), u16 length, the message, u8 milliseconds to let pass
  * ASan/UBSan and signals (SIGFPE) are the oracle.
@@ -37,7 +37,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)share_anchor(s, m);
 	if (flags & 4)
 		(void)share_round(s, m, &(struct share_params){ flags & 8 ? GOSSIP_INT8 :
-		    GOSSIP_FP32, 0.25, 5 }, 4, &count);
+		    flags & 16 ? GOSSIP_INT2 : GOSSIP_FP32, 0.25, 5 }, 4, &count);
 	while (in.n > 0) {
 		uint8_t type, f;
 		size_t len = fuzz_msg(&in, SHARE_T_SHARE, &type, &f, msg);

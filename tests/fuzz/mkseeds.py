@@ -223,12 +223,36 @@ def srec(f, msg, dt=1):
     return struct.pack("<BBH", 0, f, len(msg)) + msg + bytes([dt])
 
 
-# coordinates 0, 1, 5, 37 (varint gaps 0, 0, 3, 31) of d = 38
-def share(values="fp32", d=38, gaps=(0, 0, 3, 31), n=4):
-    vals = int8(len(gaps)) if values == "int8" else struct.pack("<%df" % len(gaps),
-                                                                *[0.01] * len(gaps))
-    return struct.pack("<BBHIQQQ", 2, 2 if values == "int8" else 0, n, 0, d, len(gaps),
-                       len(gaps)) + bytes(gaps) + vals
+def int2(count):
+    out = b""
+    for b in range(0, count, 64):
+        n = min(64, count - b)
+        out += struct.pack("<ff", 0.005, 0.01) + bytes([0xaa]) * ((n + 3) // 4)
+    return out
+
+
+def rice(gaps, k):
+    """mask_encode_rice: each gap's g >> k in unary, then its k low bits,
+    from each byte's low bit up."""
+    bits = []
+    for g in gaps:
+        bits += [1] * (g >> k) + [0] + [(g >> b) & 1 for b in range(k)]
+    bits += [0] * (-len(bits) % 8)
+    return bytes(sum(bit << j for j, bit in enumerate(bits[i:i + 8]))
+                 for i in range(0, len(bits), 8))
+
+
+VALUES = {"fp32": (0, lambda n: struct.pack("<%df" % n, *[0.01] * n)), "int8": (2, int8),
+          "int2": (3, int2)}
+
+
+# coordinates 0, 1, 5, 37 (gaps 0, 0, 3, 31) of d = 38; k None: varint
+# gaps, else Rice-coded with parameter k
+def share(values="fp32", d=38, gaps=(0, 0, 3, 31), n=4, k=None):
+    fmt, vals = VALUES[values]
+    idx = bytes(gaps) if k is None else rice(gaps, k)
+    return struct.pack("<BBHBxxxQQQ", 3, fmt, n, 0 if k is None else k + 1, d, len(gaps),
+                       len(idx)) + idx + vals(len(gaps))
 
 
 # Anchored, through a trust: three members' shares, then a large one.
@@ -240,3 +264,6 @@ put("share", "round", b"\x0f" + srec(0, share()) + srec(1, share("int8")))
 put("share", "weight", b"\x01" + srec(0, share(n=1)) + srec(1, share(n=0)))
 # Not anchored: refused; an index past the model.
 put("share", "unanchored", b"\x00" + srec(0, share()) + srec(0, share(gaps=(0, 0, 3, 40))))
+# Rice-coded indices and int2 values, after a round of its own in int2.
+put("share", "rice-int2", b"\x17" + srec(0, share("int2", k=2)) + srec(1, share(k=0)) +
+    srec(0, share("int2", k=4, gaps=(0, 0, 3, 40))))
