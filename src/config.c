@@ -134,6 +134,10 @@ static const struct config_key config_keys[] = {
 	{ "residual_decay", 0, "X", CT_DOUBLE, OFF(residual_decay), 0, 1, NULL, 0,
 	  "mode share: what a round leaves of the moves it did not send is multiplied by X"
 	  " (SparseLoCo's decaying error feedback; 1 keeps all of it) (default: 1)" },
+	{ "share_sync", 0, "X", CT_DOUBLE, OFF(share_sync), 0, 100, NULL, 1,
+	  "mode share, attached process: at each round the process waits until every live"
+	  " member's share of the round came, at most X times the time it trained since its"
+	  " last round and exchange_timeout; 0: never waits (default: 0.5)" },
 	{ "start", 0, "agree|own", CT_ENUM, OFF(start), 0, 0, NULL, 0,
 	  "external trainer, fresh job: every peer starts from one model (the first"
 	  " member's to hold one; if none does, the lowest address's), or each from its"
@@ -388,6 +392,7 @@ config_defaults(struct config *c)
 	c->start_timeout = 60;
 	c->outer_lr = 1;
 	c->residual_decay = 1;
+	c->share_sync = 0.5;
 	c->outer_interval = 16;
 	c->log_level = xstrdup("info");
 	c->probe_interval = 500;

@@ -69,6 +69,7 @@ struct config {
 	int outer_interval;        /* trainer steps between outer steps */
 	enum optimizer_kind optimizer; /* mode share: a share's weight in n */
 	double residual_decay;     /* mode share: the residual's after a round */
+	double share_sync;         /* mode share: a round's wait for the others' shares */
 	enum start_rule start;     /* external trainer: one starting model, or each its own */
 	double start_timeout;      /* seconds a start agreement waits for a model */
 	/* closing phase (closing.h): after the training budget */

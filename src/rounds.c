@@ -40,6 +40,12 @@ struct rounds {
 	struct trust *share_trust; /* the shares' sizes, per member */
 	int share_wait;           /* a fresh job's first share waits (rounds_share_waits) */
 	double share_wait_from;   /* when its first round came; < 0: not yet */
+	/* share_sync: the members whose shares came since the last round's
+	 * wait ended, when it ended, and until when the trainer is held for
+	 * the rest (< 0: not held) */
+	char (*shared)[WIRE_ADDR_MAX + 1];
+	size_t nshared, shared_cap;
+	double share_went, share_until;
 	uint64_t outer_step;      /* step of the last outer step */
 	struct closing closing;
 	double close_at;          /* the closing phase's next move; < 0: none */
@@ -100,6 +106,8 @@ rounds_schedule(struct rounds *r, double now)
 		next = t;
 	if (r->close_at >= 0 && (next < 0 || r->close_at < next))
 		next = r->close_at;
+	if (r->share_until >= 0 && (next < 0 || r->share_until < next))
+		next = r->share_until;
 	r->ops.schedule(r->ops.arg, next);
 }
 
@@ -274,8 +282,93 @@ rounds_share_waits(struct rounds *r, size_t n, double now)
 	return 0;
 }
 
+/* Whether addr's share came since this peer's last round ended. A list
+ * searched end to end: one round sends n - 1 shares of a density of the
+ * model each, beside which n comparisons of addresses are nothing. */
+static int
+rounds_shared(const struct rounds *r, const char *addr)
+{
+	for (size_t i = 0; i < r->nshared; i++)
+		if (strcmp(r->shared[i], addr) == 0)
+			return 1;
+	return 0;
+}
+
+/* share_sync's wait is over: the trainer takes the next step, and shares
+ * that come from now on count for the next round. */
+static void
+rounds_share_go(struct rounds *r, double now)
+{
+	r->share_went = now;
+	r->share_until = -1;
+	r->nshared = 0;
+	rounds_let_go(r);
+}
+
+/* share_sync: the trainer goes on once a share came from every live
+ * member since its last round ended; 1 while it waits. */
+static int
+rounds_share_held(struct rounds *r, double now)
+{
+	size_t n;
+
+	if (r->share_until < 0)
+		return 0;
+	n = rounds_live(r);
+	for (size_t i = 0; i < n; i++)
+		if (!rounds_shared(r, r->addrs[i]))
+			return 1;
+	rounds_share_go(r, now);
+	return 0;
+}
+
+/* A share from addr came (whatever became of it: its sender's round is
+ * done, and a refused one will not come again). */
+static void
+rounds_share_came(struct rounds *r, double now, const char *addr)
+{
+	if (r->cfg->share_sync <= 0 || rounds_shared(r, addr))
+		return;
+	if (r->nshared == r->shared_cap) {
+		r->shared_cap = 2 * r->shared_cap + 8;
+		r->shared = xrealloc(r->shared, r->shared_cap, sizeof(*r->shared));
+	}
+	snprintf(r->shared[r->nshared++], sizeof(r->shared[0]), "%s", addr);
+	(void)rounds_share_held(r, now);
+}
+
+/* share_sync: an attached process waits at its round's step until every
+ * live member's share of the round has come, at most share_sync times the
+ * time it trained since its last round (exchange_timeout at most, and for
+ * the first). Without the wait the others' shares land a step late, as
+ * the processes step on while they travel, and that cost the transformer
+ * of contrib/bench/charlm.sh more than the rounds' own timing does
+ * (contrib/bench/charlm_mix.py --delay). Peers that start together stay
+ * within a step of each other this way, so the wait is short; a member
+ * that is gone or stalled costs each round its bound until it is dead. The
+ * built-in trainer is not held: it is past the step before the loop
+ * thread could hold it. */
+static void
+rounds_share_sync(struct rounds *r, double now, size_t n)
+{
+	const struct config *c = r->cfg;
+	double wait = c->exchange_timeout;
+
+	if (r->share_went >= 0)
+		wait = fmin(wait, c->share_sync * (now - r->share_went));
+	if (c->share_sync <= 0 || c->trainer != TRAINER_EXTERNAL || n == 0 || wait <= 0) {
+		r->share_went = now;
+		r->nshared = 0;
+		return;
+	}
+	r->share_until = now + wait;
+	pace_hold(r->pace, r->round_step);
+	(void)rounds_share_held(r, now);
+}
+
 /* Mode share's round: this peer's share to every live member, one message
- * after another (share.h); nothing to wait for. */
+ * after another (share.h); nothing to wait for but, with share_sync, the
+ * others' shares of the round. */
 static void
 rounds_share(struct rounds *r, double now)
 {
@@ -300,6 +393,8 @@ rounds_share(struct rounds *r, double now)
 				share_sent(r->share, rc);
 		}
 	}
+	rounds_share_sync(r, now, n);
+	rounds_schedule(r, now);
 }
 
 /* Start a round if `interval` steps have passed since the last one began.
@@ -516,8 +611,11 @@ rounds_maybe_pull(struct rounds *r, double now)
 void
 rounds_members_changed(struct rounds *r, double now)
 {
-	if (r != NULL)
-		rounds_maybe_pull(r, now);
+	if (r == NULL)
+		return;
+	rounds_maybe_pull(r, now);
+	/* a member gone is not waited for */
+	(void)rounds_share_held(r, now);
 }
 
 /* The pulled model is in: train from it, at the donors' step. */
@@ -584,11 +682,12 @@ rounds_share_recv(struct rounds *r, double now, const char *addr, const uint8_t 
 	struct errbuf err = { "" };
 
 	if (share_recv(r->share, r->m, r->share_trust, addr, now, rounds_live(r) + 1, payload,
-	    len, &why, &err) == 0)
-		return;
-	log_debug("share from %s dropped: %s", addr, err.msg);
-	if (why == SHARE_REFUSE_SUSPECT || why == SHARE_REFUSE_NONFINITE)
-		trust_refused(r->trust, addr, now);
+	    len, &why, &err) < 0) {
+		log_debug("share from %s dropped: %s", addr, err.msg);
+		if (why == SHARE_REFUSE_SUSPECT || why == SHARE_REFUSE_NONFINITE)
+			trust_refused(r->trust, addr, now);
+	}
+	rounds_share_came(r, now, addr);
 }
 
 void
@@ -643,6 +742,11 @@ void
 rounds_timer(struct rounds *r, double now)
 {
 	rounds_schedule(r, now);
+	if (r->share_until >= 0 && r->share_until <= now) {
+		log_debug("share: not every member's share of the round came in time; "
+		    "training goes on");
+		rounds_share_go(r, now);
+	}
 	if (r->close_at >= 0 && r->close_at <= now) {
 		r->close_at = -1;
 		rounds_close_next(r, now);
@@ -668,7 +772,10 @@ rounds_apply_params(struct rounds *r, double now)
 	    &(struct trust_params){ SHARE_CLIP_SCALE * c->clip_factor });
 	pull_set_timeout(r->pull, c->exchange_timeout);
 	pull_set_values(r->pull, gossip_values_for_whole(c->values));
-	if (c->lag == 0)
+	/* Held for the others' shares (share_sync) is not held for lag. */
+	if (r->share_until >= 0 && c->share_sync <= 0)
+		rounds_share_go(r, now);
+	else if (c->lag == 0 && r->share_until < 0)
 		rounds_let_go(r);
 	rounds_schedule(r, now);
 }
@@ -742,6 +849,7 @@ rounds_new(const struct config *cfg, struct model *m, int joining,
 	r->ops = *ops;
 	r->joining = joining;
 	r->close_at = -1;
+	r->share_went = r->share_until = -1;
 	rounds_gossip_params(r, &gp);
 	/* mode share takes its outer lr on every share (share.h) */
 	if (!gossip_mode_row(cfg->mode)->shares && outer_enabled(&(struct outer_params){
@@ -788,6 +896,7 @@ rounds_free(struct rounds *r)
 	pace_free(r->pace);
 	free(r->names);
 	free(r->addrs);
+	free(r->shared);
 	free(r);
 }
 

@@ -17,7 +17,9 @@
  * member holds one, a member's that does hold one otherwise, each its own
  * past the deadline, the next lowest's when the source goes down. In
  * mode share a fresh job's first share waits for as many members as
- * --peers names, start_timeout at most, then goes to every live one.
+ * --peers names, start_timeout at most, then goes to every live one; an
+ * attached process waits at each round for the others' shares of it
+ * (share_sync).
  */
 #include <errno.h>
 #include <math.h>
@@ -729,6 +731,62 @@ test_share_wait(void)
 	teardown();
 }
 
+/* share_sync: an attached process waits at its round until every live
+ * member's share of the round came (peer 0 for 1 and 2, peer 1 for 2,
+ * peer 2 for none, as its own came last), or at most share_sync times
+ * what it trained since its last round; the built-in trainer and
+ * share_sync 0 never wait. */
+static void
+test_share_sync(void)
+{
+	struct pace *pc[3];
+
+	setup(3, -1);
+	cfg.mode = GOSSIP_SHARE;
+	cfg.trainer = TRAINER_EXTERNAL;
+	cfg.share_sync = 0.5;
+	cfg.exchange_timeout = 5;
+	for (int i = 0; i < 3; i++) {
+		peers[i].step = 0;
+		rounds_start_at(peers[i].r, 0);
+		rounds_set_ready(peers[i].r, 1);
+		pc[i] = rounds_pace(peers[i].r);
+	}
+	for (int i = 0; i < 3; i++) {
+		for (int k = 0; k < 4; k++)
+			step(i);
+		CHECKF(i == 2 || pace_holds(pc[i], 4), "peer %d went on without the others' shares",
+		    i);
+		CHECKF(i < 2 || !pace_holds(pc[i], 4), "peer 2 waited for shares that came");
+		pump();
+	}
+	CHECK(!pace_holds(pc[0], 4) && !pace_holds(pc[1], 4));
+	CHECK(peers[0].released > 0 && peers[1].released > 0);
+	/* Peer 0 trained 4 s since: it waits 2 s at most for the others. */
+	now += 4;
+	for (int k = 0; k < 4; k++)
+		step(0);
+	CHECK(pace_holds(pc[0], 8));
+	CHECKF(fabs(peers[0].at - (now + 2)) < 1e-9, "deadline %.3f, now %.3f", peers[0].at, now);
+	advance(now + 1.9);
+	CHECK(pace_holds(pc[0], 8));
+	advance(now + 0.2);
+	CHECK(!pace_holds(pc[0], 8));
+	pump();
+	/* share_sync 0, then the built-in trainer: no wait. */
+	cfg.share_sync = 0;
+	for (int k = 0; k < 4; k++)
+		step(0);
+	CHECK(!pace_holds(pc[0], 12));
+	cfg.share_sync = 0.5;
+	cfg.trainer = TRAINER_BUILTIN;
+	now += 4;
+	for (int k = 0; k < 4; k++)
+		step(0);
+	CHECK(!pace_holds(pc[0], 16));
+	teardown();
+}
+
 static const struct check_case cases[] = {
 	{ "rounds_interval", test_interval },
 	{ "rounds_busy_retries", test_busy_retries },
@@ -742,6 +800,7 @@ static const struct check_case cases[] = {
 	{ "rounds_agree_deadline", test_agree_deadline },
 	{ "rounds_agree_source_down", test_agree_source_down },
 	{ "rounds_share_wait", test_share_wait },
+	{ "rounds_share_sync", test_share_sync },
 	{ NULL, NULL }
 };
 

@@ -27,7 +27,9 @@ initial model, mixed exactly after every EVERY steps:
          (the Shares class says how): each peer's rounds on its own
          clock (--stagger spreads them over the interval), each share
          reaching each other peer after up to --delay steps, or never
-         (--loss), applied where it lands; --own-weight whole is --eager
+         (--loss), applied where it lands; --own-weight whole is --eager;
+         --keep leaves in a peer's model what its rounds did not send
+         (the anchor plus its residual) instead of the anchor alone
   pairs  the peers are paired at random and each pair averages, on a
          random --density share of the coordinates (1: the whole model),
          as gossipd's mode saps does; one such round every EVERY steps is
@@ -97,6 +99,18 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
   gossipd forms them (before, in order of size): int8 2.0117 (1.037x);
   --values int2 (a sign and one of two magnitudes per 64 values, 0.375
   bytes a value against int8's 1.06) 2.0127 (1.038x).
+- share every 4 on 4%, --select whole, 2 / PEERS, --decay 0.9, int2:
+  the rounds at once (no --stagger) 2.0079 (1.035x; steps 100-300
+  2.4388, 2.2003, 2.0737) against 2.0127 staggered (2.4762, 2.2115,
+  2.0792); at once with every other peer's share landing 0 or 1 step
+  late (--delay 1, as in a live job whose processes step on while the
+  shares travel) 2.0251 (1.044x; 2.4966, 2.2271, 2.0919), as gossipd
+  without --share-sync ended (1.047-1.050x); staggered and late 2.5168
+  at step 100 (stopped). The same bytes more often do worse: every 2
+  steps on 2% (--decay 0.95) 2.0189 (1.041x); every step on 1% (--decay
+  0.975) 2.5846 and 2.3381 at steps 100 and 200 (stopped). --keep
+  (staggered): 2.5525 at step 100 (stopped). On 6% at once: 2.4362 at
+  step 100 (stopped).
 - 800 steps (the schedule stretched, DDP 1.9621 / 1.8216 / 1.7552 at
   steps 400 / 600 / 800): pairs on 4% every 2 steps 2.2159 / 2.0442 /
   1.9702 (1.129x / 1.122x / 1.122x); sparse every 4 on 4%, int8, outer
@@ -233,7 +247,12 @@ class Shares:
         a, n = self.a, len(self.peers)
         x = torch.nn.utils.parameters_to_vector(self.peers[i].parameters())
         e = self.residual[i]
-        e.mul_(a.decay).add_(x - self.anchor[i])
+        if a.keep:
+            # x - anchor is the residual after the last round plus the
+            # moves since; the decay applies to the residual alone
+            e.mul_(a.decay - 1).add_(x - self.anchor[i])
+        else:
+            e.mul_(a.decay).add_(x - self.anchor[i])
         # in coordinate order, as gossipd's blocks of values are formed
         idx = top_drift(e.abs(), a.density, self.bounds).sort().values
         vals = e[idx]
@@ -246,7 +265,8 @@ class Shares:
         self.anchor[i][idx] += self.own * vals
         self.last[i] = (idx, vals)
         # a copy: vector_to_parameters makes the parameters views of it
-        torch.nn.utils.vector_to_parameters(self.anchor[i].clone(), self.peers[i].parameters())
+        x = self.anchor[i] + e if a.keep else self.anchor[i].clone()
+        torch.nn.utils.vector_to_parameters(x, self.peers[i].parameters())
         for j in range(n):
             if j != i and self.rng.random() >= a.loss:
                 self.inbox.append((step + self.rng.randint(0, a.delay), j, idx, vals))
@@ -411,6 +431,9 @@ def add_mix_args(ap):
     ap.add_argument("--decay", type=float, default=1.0, metavar="B",
                     help="sparse, share: the residual is multiplied by B at each round "
                     "before the move goes in (SparseLoCo's error feedback decays, 0.95)")
+    ap.add_argument("--keep", action="store_true",
+                    help="share: a peer's model keeps what its rounds did not send (the "
+                    "anchor plus its residual) instead of going back to the anchor")
     ap.add_argument("--gain", type=float, default=1.0,
                     help="delta: the pair's mean drift taken this many times (1: the mean)")
     ap.add_argument("--outer-momentum", type=float, default=0.0, metavar="MU",
