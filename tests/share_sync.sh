@@ -62,12 +62,18 @@ fleet_wait_log vb '"event":"attached"' "attach on b" 30
 sleep 1
 fleet_kill STOP vb
 wa=$(waits a)
+sa=$(fleet_status a .lag_wait_s)
 t0=$(fleet_now)
 train va a 100 6
 fleet_wait_exit va 60 || fleet_fail "va failed: $(fleet_tail va 3)"
 took=$(fleet_since "$t0")
 [ "$(waits a)" -gt "$wa" ] || fleet_fail "a did not wait for the stopped process's shares"
+# Each wait is at most half the training before it, the first at most
+# exchange_timeout (2 s): the waits W of a run of T s keep W <= T / 3 +
+# 4 / 3; T / 2 + 2 leaves room for the timer's lateness on a busy machine.
+waited=$(fleet_status a .lag_wait_s)
+awk -v w="$waited" -v s="$sa" -v t="$took" 'BEGIN { exit !(w - s <= t / 2 + 2) }' ||
+	fleet_fail "a waited $waited - $sa s of $took s for a stopped process, more than its bound"
 fleet_kill CONT vb
 fleet_kill KILL vb
-fleet_ok "with b's process stopped, a's trained 100 steps in $took s (lag_wait_s $(fleet_status a \
-.lag_wait_s))"
+fleet_ok "with b's process stopped, a's trained 100 steps in $took s (lag_wait_s $sa -> $waited)"
