@@ -1,6 +1,7 @@
 /*
  * pace: bounded staleness between the trainer and the exchanges its peer
- * starts (the `lag` setting).
+ * starts (the `lag` setting), and in mode share its wait at a round for
+ * the others' shares (`share_sync`, rounds.c).
  *
  * By default the trainer never waits for the network: an exchange runs on
  * the loop thread while steps go on, and a slow link only means fewer

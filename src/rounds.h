@@ -7,8 +7,10 @@
  * joiner without a checkpoint pulls the model from donors before it
  * trains. Once the trainer's budget is spent, the closing phase starts
  * exchanges back to back (closing.h). In mode share a round sends this
- * peer's share to every live member instead, and waits for nothing
- * (share.h). The exchange itself is gossip's, the shares share's, the link
+ * peer's share to every live member instead (share.h), waits for no
+ * answer, and holds an attached process at the round's step until the
+ * others' shares of the round came, a bounded time (share_sync). The
+ * exchange itself is gossip's, the shares share's, the link
  * figures select's, the pull pull's: this module is the policy that joins
  * them, and it owns them.
  *
