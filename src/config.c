@@ -137,7 +137,8 @@ static const struct config_key config_keys[] = {
 	{ "share_sync", 0, "X", CT_DOUBLE, OFF(share_sync), 0, 100, NULL, 1,
 	  "mode share, attached process: at each round the process waits until every live"
 	  " member's share of the round came, at most X times the time it trained since its"
-	  " last round and exchange_timeout; 0: never waits (default: 0.5)" },
+	  " last round and exchange_timeout, not for a member whose share missed the last"
+	  " round; 0: never waits (default: 0.5)" },
 	{ "start", 0, "agree|own", CT_ENUM, OFF(start), 0, 0, NULL, 0,
 	  "external trainer, fresh job: every peer starts from one model (the first"
 	  " member's to hold one; if none does, the lowest address's), or each from its"

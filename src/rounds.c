@@ -26,6 +26,14 @@
 
 _Static_assert(GOSSIP_REFUSE_N <= SELECT_REASONS, "select counts every gossip refusal");
 
+/* A set of member addresses, searched end to end: one round sends n - 1
+ * shares of a density of the model each, beside which n comparisons of
+ * addresses are nothing. */
+struct rounds_addrs {
+	char (*a)[WIRE_ADDR_MAX + 1];
+	size_t n, cap;
+};
+
 struct rounds {
 	const struct config *cfg;
 	struct model *m;
@@ -41,10 +49,10 @@ struct rounds {
 	int share_wait;           /* a fresh job's first share waits (rounds_share_waits) */
 	double share_wait_from;   /* when its first round came; < 0: not yet */
 	/* share_sync: the members whose shares came since the last round's
-	 * wait ended, when it ended, and until when the trainer is held for
-	 * the rest (< 0: not held) */
-	char (*shared)[WIRE_ADDR_MAX + 1];
-	size_t nshared, shared_cap;
+	 * wait ended, those whose came in the round before (the ones waited
+	 * for), when it ended, and until when the trainer is held (< 0: not
+	 * held) */
+	struct rounds_addrs shared, sharers;
 	double share_went, share_until;
 	uint64_t outer_step;      /* step of the last outer step */
 	struct closing closing;
@@ -282,31 +290,54 @@ rounds_share_waits(struct rounds *r, size_t n, double now)
 	return 0;
 }
 
-/* Whether addr's share came since this peer's last round ended. A list
- * searched end to end: one round sends n - 1 shares of a density of the
- * model each, beside which n comparisons of addresses are nothing. */
 static int
-rounds_shared(const struct rounds *r, const char *addr)
+rounds_addrs_has(const struct rounds_addrs *s, const char *addr)
 {
-	for (size_t i = 0; i < r->nshared; i++)
-		if (strcmp(r->shared[i], addr) == 0)
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->a[i], addr) == 0)
 			return 1;
 	return 0;
 }
 
-/* share_sync's wait is over: the trainer takes the next step, and shares
- * that come from now on count for the next round. */
+static void
+rounds_addrs_add(struct rounds_addrs *s, const char *addr)
+{
+	if (rounds_addrs_has(s, addr))
+		return;
+	if (s->n == s->cap) {
+		s->cap = 2 * s->cap + 8;
+		s->a = xrealloc(s->a, s->cap, sizeof(*s->a));
+	}
+	snprintf(s->a[s->n++], sizeof(s->a[0]), "%s", addr);
+}
+
+/* A round's wait (share_sync) is over, or there was none: the shares that
+ * came during it name the members the next round waits for. */
+static void
+rounds_share_next(struct rounds *r, double now)
+{
+	struct rounds_addrs t = r->sharers;
+
+	r->sharers = r->shared;
+	r->shared = t;
+	r->shared.n = 0;
+	r->share_went = now;
+}
+
+/* share_sync's wait is over: the trainer takes the next step. */
 static void
 rounds_share_go(struct rounds *r, double now)
 {
-	r->share_went = now;
 	r->share_until = -1;
-	r->nshared = 0;
+	rounds_share_next(r, now);
 	rounds_let_go(r);
 }
 
 /* share_sync: the trainer goes on once a share came from every live
- * member since its last round ended; 1 while it waits. */
+ * member it waits for (every one at the first round, then those whose
+ * share came in the round before: one whose did not, gone, stalled or
+ * done training, costs one round's wait, not every round's, until it
+ * shares again); 1 while it waits. */
 static int
 rounds_share_held(struct rounds *r, double now)
 {
@@ -316,7 +347,8 @@ rounds_share_held(struct rounds *r, double now)
 		return 0;
 	n = rounds_live(r);
 	for (size_t i = 0; i < n; i++)
-		if (!rounds_shared(r, r->addrs[i]))
+		if (!rounds_addrs_has(&r->shared, r->addrs[i]) &&
+		    (r->share_went < 0 || rounds_addrs_has(&r->sharers, r->addrs[i])))
 			return 1;
 	rounds_share_go(r, now);
 	return 0;
@@ -327,27 +359,22 @@ rounds_share_held(struct rounds *r, double now)
 static void
 rounds_share_came(struct rounds *r, double now, const char *addr)
 {
-	if (r->cfg->share_sync <= 0 || rounds_shared(r, addr))
+	if (r->cfg->share_sync <= 0)
 		return;
-	if (r->nshared == r->shared_cap) {
-		r->shared_cap = 2 * r->shared_cap + 8;
-		r->shared = xrealloc(r->shared, r->shared_cap, sizeof(*r->shared));
-	}
-	snprintf(r->shared[r->nshared++], sizeof(r->shared[0]), "%s", addr);
+	rounds_addrs_add(&r->shared, addr);
 	(void)rounds_share_held(r, now);
 }
 
-/* share_sync: an attached process waits at its round's step until every
- * live member's share of the round has come, at most share_sync times the
- * time it trained since its last round (exchange_timeout at most, and for
- * the first). Without the wait the others' shares land a step late, as
- * the processes step on while they travel, and that cost the transformer
- * of contrib/bench/charlm.sh more than the rounds' own timing does
- * (contrib/bench/charlm_mix.py --delay). Peers that start together stay
- * within a step of each other this way, so the wait is short; a member
- * that is gone or stalled costs each round its bound until it is dead. The
- * built-in trainer is not held: it is past the step before the loop
- * thread could hold it. */
+/* share_sync: an attached process waits at its round's step until the
+ * live members' shares of the round came (rounds_share_held says whose),
+ * at most share_sync times the time it trained since its last round
+ * (exchange_timeout at most, and for the first). Without the wait the
+ * others' shares land a step late, as the processes step on while they
+ * travel, and that cost the transformer of contrib/bench/charlm.sh more
+ * than the rounds' own timing does (contrib/bench/charlm_mix.py --delay).
+ * Peers that start together stay within a step of each other this way,
+ * so the wait is short. The built-in trainer is not held: it is past the
+ * step before the loop thread could hold it. */
 static void
 rounds_share_sync(struct rounds *r, double now, size_t n)
 {
@@ -357,8 +384,7 @@ rounds_share_sync(struct rounds *r, double now, size_t n)
 	if (r->share_went >= 0)
 		wait = fmin(wait, c->share_sync * (now - r->share_went));
 	if (c->share_sync <= 0 || c->trainer != TRAINER_EXTERNAL || n == 0 || wait <= 0) {
-		r->share_went = now;
-		r->nshared = 0;
+		rounds_share_next(r, now);
 		return;
 	}
 	r->share_until = now + wait;
@@ -896,7 +922,8 @@ rounds_free(struct rounds *r)
 	pace_free(r->pace);
 	free(r->names);
 	free(r->addrs);
-	free(r->shared);
+	free(r->shared.a);
+	free(r->sharers.a);
 	free(r);
 }
 

@@ -5,8 +5,8 @@
 # side wait for each other (lag_waits grows, the shares applied, none
 # refused but for being early); with share_sync 0 neither waits; with the
 # other process stopped (SIGSTOP: its peer lives but shares nothing) a
-# process trains on, each round held at most share_sync times its steps'
-# time.
+# process trains on: it waits for the stopped one's share in one round,
+# at most share_sync times its steps' time, and not in the rounds after.
 . "$(dirname "$0")/fleet.sh"
 CLIENT=$FLEET_BUILD/tests/attach_client
 [ -x "$CLIENT" ] || fleet_skip "tests/attach_client not built (make check builds it)"

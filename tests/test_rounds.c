@@ -734,8 +734,9 @@ test_share_wait(void)
 /* share_sync: an attached process waits at its round until every live
  * member's share of the round came (peer 0 for 1 and 2, peer 1 for 2,
  * peer 2 for none, as its own came last), or at most share_sync times
- * what it trained since its last round; the built-in trainer and
- * share_sync 0 never wait. */
+ * what it trained since its last round; then only for those whose share
+ * came in the round before; the built-in trainer and share_sync 0 never
+ * wait. */
 static void
 test_share_sync(void)
 {
@@ -773,17 +774,45 @@ test_share_sync(void)
 	advance(now + 0.2);
 	CHECK(!pace_holds(pc[0], 8));
 	pump();
-	/* share_sync 0, then the built-in trainer: no wait. */
-	cfg.share_sync = 0;
+	/* Neither shared in that round: the next does not wait for them;
+	 * peer 1 shares again, and the round after the next waits for it
+	 * alone. */
+	now += 4;
 	for (int k = 0; k < 4; k++)
 		step(0);
-	CHECK(!pace_holds(pc[0], 12));
-	cfg.share_sync = 0.5;
-	cfg.trainer = TRAINER_BUILTIN;
+	CHECKF(!pace_holds(pc[0], 12), "waited for members that missed the last round");
+	pump();
+	for (int k = 0; k < 4; k++)
+		step(1);
+	pump();
 	now += 4;
 	for (int k = 0; k < 4; k++)
 		step(0);
 	CHECK(!pace_holds(pc[0], 16));
+	pump();
+	now += 4;
+	for (int k = 0; k < 4; k++)
+		step(0);
+	CHECKF(pace_holds(pc[0], 20), "did not wait for peer 1, back in the rounds");
+	for (int k = 0; k < 4; k++)
+		step(1);
+	pump();
+	CHECK(!pace_holds(pc[0], 20));
+	/* share_sync 0, then the built-in trainer: no wait. */
+	cfg.share_sync = 0;
+	for (int k = 0; k < 4; k++)
+		step(0);
+	CHECK(!pace_holds(pc[0], 24));
+	pump();
+	cfg.share_sync = 0.5;
+	cfg.trainer = TRAINER_BUILTIN;
+	now += 4;
+	for (int k = 0; k < 8; k++)
+		step(1);
+	pump();
+	for (int k = 0; k < 8; k++)
+		step(0);
+	CHECK(!pace_holds(pc[0], 32));
 	teardown();
 }
 
