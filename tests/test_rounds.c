@@ -800,6 +800,7 @@ test_share_sync(void)
 	CHECK(!pace_holds(pc[0], 20));
 	/* share_sync 0, then the built-in trainer: no wait. */
 	cfg.share_sync = 0;
+	now += 4;
 	for (int k = 0; k < 4; k++)
 		step(0);
 	CHECK(!pace_holds(pc[0], 24));
