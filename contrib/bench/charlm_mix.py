@@ -29,7 +29,10 @@ initial model, mixed exactly after every EVERY steps:
          reaching each other peer after up to --delay steps, or never
          (--loss), applied where it lands; --own-weight whole is --eager;
          --keep leaves in a peer's model what its rounds did not send
-         (the anchor plus its residual) instead of the anchor alone
+         (the anchor plus its residual, or a share of it) instead of the
+         anchor alone; --late-density sends more late in the schedule;
+         --support, --combine and --flush are the trials of the gap's
+         causes listed below
   pairs  the peers are paired at random and each pair averages, on a
          random --density share of the coordinates (1: the whole model),
          as gossipd's mode saps does; one such round every EVERY steps is
@@ -111,6 +114,27 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
   0.975) 2.5846 and 2.3381 at steps 100 and 200 (stopped). --keep
   (staggered): 2.5525 at step 100 (stopped). On 6% at once: 2.4362 at
   step 100 (stopped).
+- Where the gap comes from (int2, --decay 0.9, 2 / PEERS, --select
+  whole, rounds at once, 4% every 4 steps: 2.4388 / 2.2003 / 2.0737 /
+  2.0079 at steps 100-400 against DDP's 2.4033 / 2.1434 / 2.0110 /
+  1.9394, 1.015 / 1.027 / 1.031 / 1.035 times): it grows as the learning
+  rate falls, and none of these closes it. All peers sending at one
+  support, the top of their residuals' sum (--support sum, an oracle no
+  network has), so every coordinate's mean is over all PEERS: 2.4461 /
+  2.2050 / 2.0778 / 2.0123, no better. The residuals' mean added to the
+  anchor (--flush, as a closing dense round would): 2.4934 and 2.2567 at
+  steps 100 and 200 (twice it: 2.6060, 2.3701): what a round leaves
+  unsent is not learning left behind (after each reset the process's
+  steps push the same coordinates again, so a steady direction enters the
+  residual once a round; the decay bounds that). Each coordinate's shares
+  combined as DDP's AdamW would step where they were all noise or all
+  signal, the sign of their sum times the root of their squares' mean
+  over PEERS (--combine rms, --outer-lr 1): 2.4561 / 2.2063 / 2.0758 /
+  2.0040 (1.033x), worse until the last 100 steps; with --outer-lr 1.2
+  2.4487 / 2.2157 (stopped). Dense shares of one bit a value every 8
+  steps (--density 1 --values sign, about 120x fewer bytes): 2.6098 /
+  2.3415 (stopped). The mean of all models every 4 steps taken twice
+  (all --every 4 --outer-lr 2): 2.8257 at step 100 (stopped).
 - 800 steps (the schedule stretched, DDP 1.9621 / 1.8216 / 1.7552 at
   steps 400 / 600 / 800): pairs on 4% every 2 steps 2.2159 / 2.0442 /
   1.9702 (1.129x / 1.122x / 1.122x); sparse every 4 on 4%, int8, outer
@@ -173,7 +197,17 @@ def int2_blocks(v):
     return (b.sign() * (hi * hi_mag + lo * lo_mag)).flatten()[:v.numel()]
 
 
-ROUND = {"fp32": lambda v: v, "int8": int8_blocks, "int2": int2_blocks}
+def sign_blocks(v):
+    """v in one bit a value: its sign times the mean magnitude of its block
+    of 64 (1-bit Adam's and EF-signSGD's rounding)."""
+    pad = (-v.numel()) % 64
+    b = torch.nn.functional.pad(v, (0, pad)).view(-1, 64)
+    real = torch.nn.functional.pad(torch.ones_like(v), (0, pad)).view(-1, 64)
+    mag = b.abs().sum(dim=1, keepdim=True) / real.sum(dim=1, keepdim=True)
+    return (b.sign() * mag).flatten()[:v.numel()]
+
+
+ROUND = {"fp32": lambda v: v, "int8": int8_blocks, "int2": int2_blocks, "sign": sign_blocks}
 
 
 @torch.no_grad()
@@ -243,18 +277,24 @@ class Shares:
         self.own = 1.0 if a.own_weight == "whole" else 1.0 / n
 
     @torch.no_grad()
-    def round(self, i, step):
-        a, n = self.a, len(self.peers)
+    def accrue(self, i):
+        a = self.a
         x = torch.nn.utils.parameters_to_vector(self.peers[i].parameters())
         e = self.residual[i]
-        if a.keep:
-            # x - anchor is the residual after the last round plus the
-            # moves since; the decay applies to the residual alone
-            e.mul_(a.decay - 1).add_(x - self.anchor[i])
-        else:
-            e.mul_(a.decay).add_(x - self.anchor[i])
-        # in coordinate order, as gossipd's blocks of values are formed
-        idx = top_drift(e.abs(), a.density, self.bounds).sort().values
+        # x - anchor is the moves since the last round plus the --keep
+        # share of the residual; the decay applies to the residual alone
+        e.mul_(a.decay - a.keep).add_(x - self.anchor[i])
+
+    @torch.no_grad()
+    def round(self, i, step, idx=None):
+        a, n = self.a, len(self.peers)
+        e = self.residual[i]
+        if idx is None:
+            self.accrue(i)
+            # in coordinate order, as gossipd's blocks of values are formed
+            late = a.late_density and step >= a.late_step
+            idx = top_drift(e.abs(), a.late_density if late else a.density,
+                            self.bounds).sort().values
         vals = e[idx]
         vals = ROUND[a.values](vals)
         e[idx] -= vals
@@ -265,17 +305,50 @@ class Shares:
         self.anchor[i][idx] += self.own * vals
         self.last[i] = (idx, vals)
         # a copy: vector_to_parameters makes the parameters views of it
-        x = self.anchor[i] + e if a.keep else self.anchor[i].clone()
+        x = self.anchor[i] + a.keep * e
         torch.nn.utils.vector_to_parameters(x, self.peers[i].parameters())
         for j in range(n):
             if j != i and self.rng.random() >= a.loss:
                 self.inbox.append((step + self.rng.randint(0, a.delay), j, idx, vals))
 
     @torch.no_grad()
+    def combined(self, due):
+        """Every peer's share of a round at once, combined per coordinate
+        (--combine rms): the sign of their sum times the root of the mean
+        of their squares over N, as DDP's AdamW would step where the N
+        moves were all its noise or all its signal."""
+        a, n = self.a, len(self.peers)
+        S = torch.zeros_like(self.anchor[0])
+        Q = torch.zeros_like(S)
+        for i in due:
+            self.accrue(i)
+            e = self.residual[i]
+            idx = top_drift(e.abs(), a.density, self.bounds).sort().values
+            vals = ROUND[a.values](e[idx])
+            e[idx] -= vals
+            S[idx] += vals
+            Q[idx] += vals * vals
+        move = S.sign() * (Q / n).sqrt()
+        for i in due:
+            self.anchor[i] += a.outer_lr * move
+            torch.nn.utils.vector_to_parameters(self.anchor[i].clone(),
+                                                self.peers[i].parameters())
+
+    @torch.no_grad()
     def after_step(self, step):
         n = len(self.peers)
-        for i in range(n):
-            if (step + 1 + self.offset[i]) % self.a.every == 0:
+        due = [i for i in range(n) if (step + 1 + self.offset[i]) % self.a.every == 0]
+        if self.a.combine != "mean" and due:
+            self.combined(due)
+        elif self.a.support == "sum" and due:
+            for i in due:
+                self.accrue(i)
+            tot = sum(self.residual[i] for i in due)
+            idx = top_drift(tot.abs(), self.a.density, self.bounds).sort().values
+            for i in due:
+                self.round(i, step, idx)
+        else:
+            for i in due:
                 self.round(i, step)
         due = [m for m in self.inbox if m[0] <= step]
         self.inbox = [m for m in self.inbox if m[0] > step]
@@ -412,7 +485,8 @@ def add_mix_args(ap):
                     "or the same share of each tensor, or of each 64 Ki-value chunk "
                     "(default: whole for delta, tensor for share)")
     ap.add_argument("--values", choices=tuple(ROUND), default="fp32",
-                    help="sparse, share: the shares' values as sent")
+                    help="sparse, share: the shares' values as sent (sign: one bit a value, "
+                    "the sign times its block's mean magnitude)")
     ap.add_argument("--stale", type=int, default=0, metavar="MIXES",
                     help="sparse: the others' shares arrive this many mixes late")
     ap.add_argument("--eager", action="store_true",
@@ -431,9 +505,22 @@ def add_mix_args(ap):
     ap.add_argument("--decay", type=float, default=1.0, metavar="B",
                     help="sparse, share: the residual is multiplied by B at each round "
                     "before the move goes in (SparseLoCo's error feedback decays, 0.95)")
-    ap.add_argument("--keep", action="store_true",
-                    help="share: a peer's model keeps what its rounds did not send (the "
-                    "anchor plus its residual) instead of going back to the anchor")
+    ap.add_argument("--support", choices=("own", "sum"), default="own",
+                    help="share: each peer sends the top of its own residual, or all "
+                    "peers due at once send at the top of their residuals' sum")
+    ap.add_argument("--combine", choices=("mean", "rms"), default="mean",
+                    help="share, rounds at once without delay: how a round's shares "
+                    "combine per coordinate (Shares.combined)")
+    ap.add_argument("--flush", action="store_true",
+                    help="share: also evaluate peer 0's anchor plus the mean of the "
+                    "residuals (times 1 and --outer-lr), as a closing dense round would give")
+    ap.add_argument("--keep", type=float, nargs="?", const=1.0, default=0.0, metavar="F",
+                    help="share: a peer's model keeps the share F (1 if not given) of what "
+                    "its rounds did not send (the anchor plus F times its residual) "
+                    "instead of going back to the anchor")
+    ap.add_argument("--late-density", type=float, default=0.0, metavar="D",
+                    help="share: rounds from step --late-step on send the share D")
+    ap.add_argument("--late-step", type=int, default=0, metavar="S")
     ap.add_argument("--gain", type=float, default=1.0,
                     help="delta: the pair's mean drift taken this many times (1: the mean)")
     ap.add_argument("--outer-momentum", type=float, default=0.0, metavar="MU",
@@ -447,12 +534,17 @@ def add_mix_args(ap):
 def check_mix_args(ap, a):
     if a.peers < 2 or a.every < 1 or not 0 < a.density <= 1 or a.outer_lr <= 0 \
             or not 0 <= a.outer_momentum < 1 or a.stale < 0 or a.gain <= 0 \
-            or a.delay < 0 or not 0 <= a.loss < 1:
+            or a.delay < 0 or not 0 <= a.loss < 1 or not 0 <= a.keep <= 1 \
+            or not 0 <= a.late_density <= 1:
         ap.error("want --peers >= 2, --every >= 1, 0 < --density <= 1, --outer-lr > 0, "
                  "0 <= --outer-momentum < 1, --stale >= 0, --gain > 0, --delay >= 0, "
-                 "0 <= --loss < 1")
+                 "0 <= --loss < 1, 0 <= --keep <= 1, 0 <= --late-density <= 1")
     if a.mix == "share" and a.outer_momentum > 0:
         ap.error("--mix share takes no --outer-momentum")
+    if (a.combine != "mean" or a.support != "own") and \
+            (a.stagger or a.delay or a.loss or a.keep or a.own_weight != "mean"):
+        ap.error("--combine and --support want every round at once, whole: no --stagger, "
+                 "--delay, --loss, --keep or --own-weight whole")
 
 
 class Mixer:
@@ -532,6 +624,13 @@ def main():
             print("step %d val_loss peer0 %.4f mean %.4f" % (
                 step + 1, lm.evaluate(peers[0], vx, a.batch),
                 lm.evaluate(mean_model(peers), vx, a.batch)), flush=True)
+            if a.mix == "share" and a.flush:
+                sh = mixer.shares
+                for f in sorted({1.0, a.outer_lr}):
+                    m = copy.deepcopy(peers[0])
+                    x = sh.anchor[0] + f * sum(sh.residual) / len(peers)
+                    torch.nn.utils.vector_to_parameters(x, m.parameters())
+                    print("  flush x%.1f %.4f" % (f, lm.evaluate(m, vx, a.batch)), flush=True)
 
 
 if __name__ == "__main__":
