@@ -31,8 +31,9 @@ initial model, mixed exactly after every EVERY steps:
          --keep leaves in a peer's model what its rounds did not send
          (the anchor plus its residual, or a share of it) instead of the
          anchor alone; --late-density sends more late in the schedule;
-         --support, --combine and --flush are the trials of the gap's
-         causes listed below
+         --support, --combine, --flush, --decay-lr and --outer-momentum
+         (rounds at once only: Nesterov's on the anchor's move of each
+         round) are the trials of the gap's causes listed below
   pairs  the peers are paired at random and each pair averages, on a
          random --density share of the coordinates (1: the whole model),
          as gossipd's mode saps does; one such round every EVERY steps is
@@ -139,7 +140,14 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
   (stopped). Four times the share for the last quarter of the schedule
   (--late-density 0.16 --late-step 300, about 100x fewer bytes in all):
   2.0136 at step 400, worse than 4% throughout; half the share then
-  (--late-density 0.02) 2.0125, worse too.
+  (--late-density 0.02) 2.0125, worse too. The residual rescaled at each
+  round by the learning rate's ratio to the last round's (--decay-lr:
+  what it holds was learnt at a higher rate as the cosine falls), up
+  and down: 2.4626 / 2.2215 / 2.0901 (stopped; the warm-up swells the
+  early residuals); down only (--decay-down): 2.4393 / 2.1984 / 2.0759 /
+  2.0093, no better. Nesterov's momentum 0.5 on the anchor's move of
+  each round, --outer-lr 1 (the same steady weight, 2 / PEERS):
+  2.5696 at step 100 (stopped).
 - 800 steps (the schedule stretched, DDP 1.9621 / 1.8216 / 1.7552 at
   steps 400 / 600 / 800): pairs on 4% every 2 steps 2.2159 / 2.0442 /
   1.9702 (1.129x / 1.122x / 1.122x); sparse every 4 on 4%, int8, outer
@@ -280,23 +288,33 @@ class Shares:
         self.inbox = []
         self.offset = [(i * a.every) // n if a.stagger else 0 for i in range(n)]
         self.own = 1.0 if a.own_weight == "whole" else 1.0 / n
+        self.lr = [None] * n
+        self.prev = [v.clone() for v in self.anchor]
+        self.mom = [torch.zeros_like(v) for v in flat]
 
     @torch.no_grad()
-    def accrue(self, i):
+    def accrue(self, i, step):
         """Peer I's moves since its last round into its decayed residual."""
         a = self.a
         x = torch.nn.utils.parameters_to_vector(self.peers[i].parameters())
         e = self.residual[i]
+        # --decay-lr: what the residual holds was learnt at the rate of
+        # the last round; rescaled to this one's
+        lr = lm.lr_at(a, step)
+        f = lr / self.lr[i] if a.decay_lr and self.lr[i] else 1.0
+        if a.decay_down:
+            f = min(f, 1.0)
+        self.lr[i] = lr
         # x - anchor is the moves since the last round plus the --keep
         # share of the residual; the decay applies to the residual alone
-        e.mul_(a.decay - a.keep).add_(x - self.anchor[i])
+        e.mul_(a.decay * f - a.keep).add_(x - self.anchor[i])
 
     @torch.no_grad()
     def round(self, i, step, idx=None):
         a, n = self.a, len(self.peers)
         e = self.residual[i]
         if idx is None:
-            self.accrue(i)
+            self.accrue(i, step)
             # in coordinate order, as gossipd's blocks of values are formed
             late = a.late_density and step >= a.late_step
             idx = top_drift(e.abs(), a.late_density if late else a.density,
@@ -305,6 +323,13 @@ class Shares:
         vals = ROUND[a.values](vals)
         e[idx] -= vals
         vals = vals * a.outer_lr
+        if a.outer_momentum > 0:
+            # Nesterov's on the anchor's move of the last round (its own
+            # share and the others', the same for every peer when the
+            # rounds are at once), before this round's share goes in
+            mom = self.mom[i].mul_(a.outer_momentum).add_(self.anchor[i] - self.prev[i])
+            self.anchor[i] += a.outer_momentum * mom
+            self.prev[i] = self.anchor[i].clone()
         if self.last[i] is not None:
             lidx, lvals = self.last[i]
             self.anchor[i][lidx] += (1.0 / n - self.own) * lvals
@@ -318,7 +343,7 @@ class Shares:
                 self.inbox.append((step + self.rng.randint(0, a.delay), j, idx, vals))
 
     @torch.no_grad()
-    def combined(self, due):
+    def combined(self, due, step):
         """Every peer's share of a round at once, combined per coordinate
         (--combine rms): the sign of their sum times the root of the mean
         of their squares over N, as DDP's AdamW would step where the N
@@ -327,7 +352,7 @@ class Shares:
         S = torch.zeros_like(self.anchor[0])
         Q = torch.zeros_like(S)
         for i in due:
-            self.accrue(i)
+            self.accrue(i, step)
             e = self.residual[i]
             idx = top_drift(e.abs(), a.density, self.bounds).sort().values
             vals = ROUND[a.values](e[idx])
@@ -345,10 +370,10 @@ class Shares:
         n = len(self.peers)
         due = [i for i in range(n) if (step + 1 + self.offset[i]) % self.a.every == 0]
         if self.a.combine != "mean" and due:
-            self.combined(due)
+            self.combined(due, step)
         elif self.a.support == "sum" and due:
             for i in due:
-                self.accrue(i)
+                self.accrue(i, step)
             tot = sum(self.residual[i] for i in due)
             idx = top_drift(tot.abs(), self.a.density, self.bounds).sort().values
             for i in due:
@@ -511,6 +536,11 @@ def add_mix_args(ap):
     ap.add_argument("--decay", type=float, default=1.0, metavar="B",
                     help="sparse, share: the residual is multiplied by B at each round "
                     "before the move goes in (SparseLoCo's error feedback decays, 0.95)")
+    ap.add_argument("--decay-lr", action="store_true",
+                    help="share: the residual also follows the learning rate, times "
+                    "its ratio to the last round's")
+    ap.add_argument("--decay-down", action="store_true",
+                    help="share: --decay-lr follows the rate down only")
     ap.add_argument("--support", choices=("own", "sum"), default="own",
                     help="share: each peer sends the top of its own residual, or all "
                     "peers due at once send at the top of their residuals' sum")
@@ -545,8 +575,8 @@ def check_mix_args(ap, a):
         ap.error("want --peers >= 2, --every >= 1, 0 < --density <= 1, --outer-lr > 0, "
                  "0 <= --outer-momentum < 1, --stale >= 0, --gain > 0, --delay >= 0, "
                  "0 <= --loss < 1, 0 <= --keep <= 1, 0 <= --late-density <= 1")
-    if a.mix == "share" and a.outer_momentum > 0:
-        ap.error("--mix share takes no --outer-momentum")
+    if a.mix == "share" and a.outer_momentum > 0 and (a.stagger or a.delay or a.loss):
+        ap.error("--mix share takes --outer-momentum with every round at once only")
     if (a.combine != "mean" or a.support != "own") and \
             (a.stagger or a.delay or a.loss or a.keep or a.own_weight != "mean"):
         ap.error("--combine and --support want every round at once, whole: no --stagger, "
