@@ -158,7 +158,9 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
   fp32 about 39 times fewer values a round than the model; with fp16
   and n - 1 sends about as many bytes as the share above) 2.6794 at step
   100 with --outer-lr 1 and 3.1700 with 2 (stopped); rank 16 (about 10
-  times fewer) LR16: AdamW's moves are not low-rank enough for it.
+  times fewer, 4 times the share's bytes) 2.5426 at step 100 with
+  --outer-lr 1 (stopped), against the share's 2.4388: AdamW's moves are
+  not low-rank enough for it.
 - 800 steps (the schedule stretched, DDP 1.9621 / 1.8216 / 1.7552 at
   steps 400 / 600 / 800): pairs on 4% every 2 steps 2.2159 / 2.0442 /
   1.9702 (1.129x / 1.122x / 1.122x); sparse every 4 on 4%, int8, outer
