@@ -622,6 +622,10 @@ def check_mix_args(ap, a):
         ap.error("want --peers >= 2, --every >= 1, 0 < --density <= 1, --outer-lr > 0, "
                  "0 <= --outer-momentum < 1, --stale >= 0, --gain > 0, --delay >= 0, "
                  "0 <= --loss < 1, 0 <= --keep <= 1, 0 <= --late-density <= 1")
+    if a.rank < 1:
+        ap.error("want --rank >= 1")
+    if a.decay_down and not a.decay_lr:
+        ap.error("--decay-down qualifies --decay-lr, which is not given")
     if a.mix == "share" and a.outer_momentum > 0 and (a.stagger or a.delay or a.loss):
         ap.error("--mix share takes --outer-momentum with every round at once only")
     if (a.combine != "mean" or a.support != "own") and \
