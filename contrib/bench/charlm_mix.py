@@ -302,8 +302,10 @@ class Shares:
         self.offset = [(i * a.every) // n if a.stagger else 0 for i in range(n)]
         self.own = 1.0 if a.own_weight == "whole" else 1.0 / n
         self.lr = [None] * n
-        self.prev = [v.clone() for v in self.anchor]
-        self.mom = [torch.zeros_like(v) for v in flat]
+        # --outer-momentum's: the anchor at the last round, and the momentum
+        mu = a.outer_momentum > 0
+        self.prev = [v.clone() for v in self.anchor] if mu else None
+        self.mom = [torch.zeros_like(v) for v in flat] if mu else None
 
     @torch.no_grad()
     def accrue(self, i, step):
