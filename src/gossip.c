@@ -64,6 +64,7 @@ struct gossip {
 	struct gossip_ops ops;
 
 	int ready;                /* holds the job's model */
+	int trained;              /* training over: slices go out flagged so */
 	/* The exchange this peer initiated, if any. */
 	int active;
 	char addr[WIRE_ADDR_MAX + 1];
@@ -301,6 +302,20 @@ gossip_start_at(struct gossip *g, uint64_t step)
 }
 
 void
+gossip_set_trained(struct gossip *g)
+{
+	if (g != NULL)
+		g->trained = 1;
+}
+
+/* The flags of this peer's slices on the wire. */
+static uint8_t
+gossip_flags(const struct gossip *g)
+{
+	return g->trained ? GOSSIP_WIRE_TRAINED : 0;
+}
+
+void
 gossip_set_ready(struct gossip *g, int ready)
 {
 	/* The model was replaced (pulled from donors): its drift is not
@@ -509,14 +524,14 @@ gossip_ways(const struct gossip *g, const struct gossip_scratch *sc, size_t n,
 	sl->cos = tt > 0 ? mt / sqrt(mm * tt) : 0;
 }
 
-/* What trust (trust.h) says of a slice that passed the bounds: pulled in
- * to its radius and weighed by its sender's trust, in place (*rms with
- * it), or refused as a suspect's. */
+/* What trust (trust.h) says of a slice that passed the bounds (flags:
+ * its message's, GOSSIP_WIRE_*): pulled in to its radius and weighed by
+ * its sender's trust, in place (*rms with it), or refused as a suspect's. */
 static enum gossip_refusal
 gossip_trust(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *from,
-    double now, double *rms)
+    unsigned flags, double now, double *rms)
 {
-	struct trust_slice sl = { .rms = *rms };
+	struct trust_slice sl = { .rms = *rms, .trained = !!(flags & GOSSIP_WIRE_TRAINED) };
 	double keep;
 	int was, is;
 
@@ -549,7 +564,7 @@ gossip_trust(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *
  * distance). */
 static enum gossip_refusal
 gossip_vet(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *from,
-    double now, double *rms, double *own_rms)
+    unsigned flags, double now, double *rms, double *own_rms)
 {
 	double sum = 0, own = 0, scale;
 
@@ -568,7 +583,7 @@ gossip_vet(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *fr
 		return gossip_refuse(g, from, now, GOSSIP_REFUSE_FAR);
 	if (*rms / scale > g->far_ratio_max)
 		g->far_ratio_max = *rms / scale;
-	return gossip_trust(g, sc, n, from, now, rms);
+	return gossip_trust(g, sc, n, from, flags, now, rms);
 }
 
 static double
@@ -665,8 +680,8 @@ gossip_start(struct gossip *g, double now, const char *addr)
 	}
 	gossip_tamper(g, &g->own);
 	q = (struct gossip_req){ .mode = g->p.mode, .values = g->p.values,
-	    .block = (uint32_t)g->p.block, .nonce = nonce, .d = g->m->d,
-	    .count = g->own.mask.count, .step = g->ops.step(g->ops.arg),
+	    .flags = gossip_flags(g), .block = (uint32_t)g->p.block, .nonce = nonce,
+	    .d = g->m->d, .count = g->own.mask.count, .step = g->ops.step(g->ops.arg),
 	    .density = g->p.density };
 	if ((rc = gossip_req_encode(&q, &g->own.mask, g->own.mine, g->own.wire, g->own.wcap,
 	    &len)) < 0)
@@ -809,7 +824,7 @@ gossip_on_req(struct gossip *g, double now, const char *from, const uint8_t *buf
 	 * that lies far only for a while (it started first, or ran ahead) is
 	 * pulled back by our values and comes back near, where a refusal
 	 * would leave it training alone, ever farther and ever suspect. */
-	mix = gossip_vet(g, &g->serve, q.count, from, now, &rms, &own_rms);
+	mix = gossip_vet(g, &g->serve, q.count, from, q.flags, now, &rms, &own_rms);
 	if (mix != GOSSIP_REFUSE_N && mix != GOSSIP_REFUSE_SUSPECT) {
 		gossip_reply_status(g, from, q.nonce, GOSSIP_REPLY_REFUSED);
 		return;
@@ -827,6 +842,7 @@ gossip_on_req(struct gossip *g, double now, const char *from, const uint8_t *buf
 		return;
 	}
 	r.values = (uint8_t)q.values;
+	r.flags = gossip_flags(g);
 	r.nonce = q.nonce;
 	r.count = q.count;
 	r.step = g->ops.step(g->ops.arg);
@@ -874,7 +890,8 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 		return;
 	}
 	gossip_values_get(g->own.theirs, r.vals, r.count, g->p.values);
-	if (gossip_vet(g, &g->own, r.count, from, now, &rms, &own_rms) != GOSSIP_REFUSE_N ||
+	if (gossip_vet(g, &g->own, r.count, from, r.flags, now, &rms, &own_rms) !=
+	    GOSSIP_REFUSE_N ||
 	    model_average_in(g->m, g->own.mask.r, g->own.mask.n, g->own.theirs) < 0) {
 		g->failed++;
 		gossip_finish(g, now, GOSSIP_FAILED, g->req_bytes + len);

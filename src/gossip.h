@@ -143,6 +143,11 @@ void gossip_set_tamper(struct gossip *g, gossip_tamper_fn fn, void *arg);
 /* A peer that has no model of the job yet (a joiner still pulling it)
  * answers every REQ with BUSY. New: ready. */
 void gossip_set_ready(struct gossip *g, int ready);
+/* This peer's training is over: its slices say so on the wire, and the
+ * members that receive them judge them as any, but keep as its vote on
+ * their trust's radius no less than the one it cast while it trained
+ * (trust.h). NULL-safe. */
+void gossip_set_trained(struct gossip *g);
 /* Training starts at step: past 0 the model was resumed or pulled, not
  * the job's start, and trust judges no ways from it (gossip.c). */
 void gossip_start_at(struct gossip *g, uint64_t step);

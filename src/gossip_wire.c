@@ -209,6 +209,7 @@ gossip_req_encode(const struct gossip_req *q, const struct mask *listed, const f
 	buf[0] = GOSSIP_WIRE_VERSION;
 	buf[1] = gossip_mode_row(q->mode)->wire;
 	buf[2] = (uint8_t)q->values;
+	buf[3] = q->flags;
 	wire_put_u32(buf + 4, list ? 0 : q->block);
 	wire_put_u64(buf + 8, q->nonce);
 	wire_put_u64(buf + 16, q->d);
@@ -238,6 +239,7 @@ gossip_req_decode(const uint8_t *buf, size_t len, struct gossip_req *q, struct e
 	if (!gossip_values_whole(buf[2]))
 		return errbuf_set(err, -EBADMSG, "values %u", buf[2]);
 	q->values = (enum gossip_values)buf[2];
+	q->flags = buf[3];
 	q->block = wire_get_u32(buf + 4);
 	q->nonce = wire_get_u64(buf + 8);
 	q->d = wire_get_u64(buf + 16);
@@ -280,6 +282,7 @@ gossip_reply_encode(const struct gossip_reply *r, const float *v, uint8_t *buf, 
 	buf[0] = GOSSIP_WIRE_VERSION;
 	buf[1] = (uint8_t)r->status;
 	buf[2] = r->values;
+	buf[3] = r->flags;
 	wire_put_u64(buf + 8, r->nonce);
 	wire_put_u64(buf + 16, r->count);
 	wire_put_u64(buf + 24, r->step);
@@ -301,6 +304,7 @@ gossip_reply_decode(const uint8_t *buf, size_t len, struct gossip_reply *r,
 		return errbuf_set(err, -EBADMSG, "status %u", buf[1]);
 	r->status = (enum gossip_reply_status)buf[1];
 	r->values = buf[2];
+	r->flags = buf[3];
 	r->nonce = wire_get_u64(buf + 8);
 	r->count = wire_get_u64(buf + 16);
 	r->step = wire_get_u64(buf + 24);

@@ -7,11 +7,11 @@
  *
  * Layout, little-endian:
  *	REQ    0 version(u8)=1  1 mode(u8, the row's wire byte)  2 values(u8)
- *	       3 0(u8)  4 block(u32; 0 when indices travel)  8 nonce(u64)
+ *	       3 flags(u8)  4 block(u32; 0 when indices travel)  8 nonce(u64)
  *	       16 d(u64)  24 count(u64)  32 density(f64)  40 step(u64)
  *	       48 indices (mask_encode) when the mode's mask is chosen, then
  *	       count values
- *	REPLY  0 version(u8)=1  1 status(u8)  2 values(u8)  3 0(u8)  4 0(u32)
+ *	REPLY  0 version(u8)=1  1 status(u8)  2 values(u8)  3 flags(u8)  4 0(u32)
  *	       8 nonce(u64)  16 count(u64)  24 step(u64)  32 count values when
  *	       status is OK
  *	values fp32 or fp16: count of them; int8: per GOSSIP_Q_BLOCK values
@@ -20,6 +20,8 @@
  *	       high, then 2 bits a value, 4 to a byte from the low bits up
  *	       (bit 0 the sign, bit 1 the high magnitude), the last byte
  *	       padded with zeros
+ *	flags  GOSSIP_WIRE_TRAINED; bits this version does not know are ignored
+ *	       (a peer that knew no flags sent 0 and ignored the byte)
  */
 #ifndef GD_GOSSIP_WIRE_H
 #define GD_GOSSIP_WIRE_H
@@ -42,9 +44,15 @@ struct mask;
 
 enum gossip_reply_status { GOSSIP_REPLY_OK, GOSSIP_REPLY_BUSY, GOSSIP_REPLY_REFUSED };
 
+/* The sender's training is over (it closes, or lingers after): its values
+ * are where the job ended up, which says nothing of the spread the job
+ * trains with (trust.h, struct trust_slice). */
+#define GOSSIP_WIRE_TRAINED 0x01
+
 struct gossip_req {
 	enum gossip_mode mode;
 	enum gossip_values values;
+	uint8_t flags;         /* GOSSIP_WIRE_* */
 	uint32_t block;
 	uint64_t nonce, d, count, step;
 	double density;
@@ -58,6 +66,7 @@ struct gossip_req {
 struct gossip_reply {
 	enum gossip_reply_status status;
 	uint8_t values;        /* as received: checked by gossip_reply_check */
+	uint8_t flags;         /* GOSSIP_WIRE_* */
 	uint64_t nonce, count, step;
 	const uint8_t *vals;   /* decoded: the bytes after the header */
 	size_t vlen;

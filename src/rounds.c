@@ -513,6 +513,7 @@ rounds_trained(struct rounds *r, double now)
 	if (r == NULL)
 		return;
 	pull_set_done(r->pull, 1);
+	gossip_set_trained(r->gossip);
 	trust_freeze(r->trust, now);
 	share_trained(r->share);
 }

@@ -426,7 +426,7 @@ share_recv(struct share *s, struct model *m, struct trust *trust, const char *ad
 	rms = share_rms(s->rvals, count);
 	radius = share_radius(s, trust, now);
 	if (trust != NULL && (s->judged ? trust_suspect(trust, addr) : trust_observe(trust, addr,
-	    now, &(struct trust_slice){ rms, radius, 0, 0, 0 }))) {
+	    now, &(struct trust_slice){ .rms = rms, .radius = radius }))) {
 		*why = SHARE_REFUSE_SUSPECT;
 		rc = errbuf_set(err, -EPERM, "its sender is suspect");
 		goto refused;

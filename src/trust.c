@@ -106,7 +106,7 @@ trust_get(struct trust *t, const char *addr)
 				e = &t->m[i];
 		}
 	}
-	*e = (struct trust_member){ .distance = -1, .seen = -1 };
+	*e = (struct trust_member){ .distance = -1, .last_trained = -1, .seen = -1 };
 	snprintf(e->addr, sizeof(e->addr), "%s", addr);
 	return e;
 }
@@ -211,7 +211,9 @@ trust_observe(struct trust *t, const char *addr, double now, const struct trust_
 	if (t->p.factor <= 0)
 		return 0;
 	e = trust_get(t, addr);
-	e->distance = s->rms;
+	if (!s->trained)
+		e->last_trained = s->rms;
+	e->distance = fmax(s->rms, e->last_trained);
 	e->seen = now;
 	e->slices++;
 	if (s->radius > 0 && s->rms > s->radius) {

@@ -24,9 +24,20 @@
  * values, or sending often, cannot widen it (self-centred clipping as in
  * ClippedGossip, arXiv 2202.01545, with the radius taken from the honest
  * spread); once this peer's training is over, the median of then
- * (trust_freeze). A received slice beyond the radius is pulled in to it before
- * it is mixed, so one exchange moves this peer at most radius / 2, and
- * the move shrinks further as its sender's suspicion grows.
+ * (trust_freeze). The vote of a member whose own training is over (its
+ * slices say so: struct trust_slice's trained) is never below the one it
+ * cast while it last trained: closers agree ever more closely, and their
+ * closing distances, counted as they were, drew the radius in below an
+ * honest member still training, on both sides (tests/closing.sh: a closer
+ * that ended its training 0.2 s after two others froze a median of their
+ * closing distances, and the straggler suspected the closers in turn).
+ * Floored, not left out: a joiner among members that linger after their
+ * training has only their votes, and its own drift from them is the
+ * spread to judge them by.
+ *
+ * A received slice beyond the radius is pulled in to it before it is
+ * mixed, so one exchange moves this peer at most radius / 2, and the move
+ * shrinks further as its sender's suspicion grows.
  * Members whose suspicion reaches TRUST_SUSPECT are not chosen as
  * partners and their slices are not mixed; their slices are still
  * measured, so a member that behaves again is let back in.
@@ -58,7 +69,12 @@ struct trust_params {
 
 struct trust_member {
 	char addr[WIRE_ADDR_MAX + 1];
-	double distance;        /* RMS distance of its latest slice; < 0 none */
+	/* Its vote: the RMS distance of its latest slice, floored by
+	 * last_trained; < 0 none */
+	double distance;
+	/* Its vote while it last trained, the floor of its votes once its
+	 * training is over; < 0 none */
+	double last_trained;
 	double seen;            /* when that slice came */
 	double suspicion;       /* [0, 1] */
 	/* slices received, beyond the radius, behind (the way's badness
@@ -96,6 +112,9 @@ struct trust_slice {
 	 * origin (0: no origin), ratio the RMS of theirs - origin over way,
 	 * cos the cosine of the two. */
 	double way, ratio, cos;
+	/* Its sender's training is over (gossip_wire's GOSSIP_WIRE_TRAINED):
+	 * its vote is floored (trust.h). */
+	int trained;
 };
 
 /* Updates addr's record with slice s and returns 1 when addr is now

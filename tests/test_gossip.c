@@ -11,7 +11,9 @@
  * reported and leaves the model unchanged; a peer whose own values are not
  * finite never sends them. A member that trust suspects is still answered
  * with our values, and its own are left out; one that sends the model
- * this peer started from is behind, and suspect after three. select: random and adaptive
+ * this peer started from is behind, and suspect after three; a peer whose
+ * training is over says so in its REQs and REPLYs, and its partners' trust
+ * judges those slices without a vote. select: random and adaptive
  * picks, the bandwidth cut-off, the connectivity guard, the failure
  * backoff, the decaying shun of an offender and a refusal counted without
  * one. The codec: a REQ and a REPLY encode to
@@ -611,6 +613,52 @@ test_behind(void)
 	behind_from(7);
 }
 
+/* Peer 0's training is over: its slices, asked for (its REQ) or answered
+ * (its REPLY), reach peer 1's trust flagged, and the vote they leave there
+ * is the one peer 0 cast while it trained, however near they come; peer
+ * 1's, still training, vote their distance at peer 0. */
+static void
+test_trained(void)
+{
+	struct trust *t0, *t1;
+	const struct trust_member *e0, *e1;
+	float *b0;
+	double d = -1;
+
+	setup(GOSSIP_DENSE, GOSSIP_FP32, 1.0, "40-20-10", "40-20-10");
+	REQUIRE(trust_new(&(struct trust_params){ 2.0 }, &t0) == 0);
+	REQUIRE(trust_new(&(struct trust_params){ 2.0 }, &t1) == 0);
+	gossip_set_trust(peers[0].g, t0);
+	gossip_set_trust(peers[1].g, t1);
+	b0 = snap(peers[1].m);
+	shifted(peers[0].m, b0, 0.5f);
+	/* apart by 0.5, then equal: a dense exchange averages the whole model */
+	for (int k = 0; k < 3; k++) {
+		if (k == 1) {
+			gossip_set_trained(NULL);
+			gossip_set_trained(peers[0].g);
+		}
+		CHECK(gossip_start(peers[k % 2].g, 0.0, peers[1 - k % 2].addr) == 0);
+		pump(0);
+		CHECK(peers[k % 2].last == GOSSIP_OK);
+		e1 = trust_member(t1, peers[0].addr);
+		REQUIRE(e1 != NULL);
+		if (k == 0)
+			d = e1->distance;
+	}
+	e0 = trust_member(t0, peers[1].addr);
+	REQUIRE(e0 != NULL);
+	CHECKF(fabs(d - 0.5) < 1e-6 && e1->slices == 3 && e1->distance == d,
+	    "peer 0 at peer 1: vote %g, first %g, %llu slices", e1->distance, d,
+	    (unsigned long long)e1->slices);
+	CHECKF(e0->slices == 3 && e0->distance == 0, "peer 1 at peer 0: vote %g, %llu slices",
+	    e0->distance, (unsigned long long)e0->slices);
+	free(b0);
+	teardown();
+	trust_free(t0);
+	trust_free(t1);
+}
+
 static void
 test_select(void)
 {
@@ -877,6 +925,13 @@ test_codec(void)
 	CHECK(len == 48 + 12 && buf[1] == 0 && wire_get_u32(buf + 4) == 64);
 	CHECK(gossip_req_decode(buf, len, &qd, &err) == 0 && qd.ilen == 0 && qd.block == 64);
 	CHECK(gossip_req_decode(buf, len + 1, &qd, &err) == -EBADMSG);
+	/* the flags' byte: set ones read back, unknown ones are no error */
+	q.flags = GOSSIP_WIRE_TRAINED;
+	REQUIRE(gossip_req_encode(&q, NULL, v, buf, sizeof(buf), &len) == 0);
+	CHECK(buf[3] == GOSSIP_WIRE_TRAINED && gossip_req_decode(buf, len, &qd, &err) == 0 &&
+	    qd.flags == GOSSIP_WIRE_TRAINED);
+	buf[3] = 0xfe;
+	CHECK(gossip_req_decode(buf, len, &qd, &err) == 0 && !(qd.flags & GOSSIP_WIRE_TRAINED));
 	buf[1] = GOSSIP_MODE_N;
 	CHECK(gossip_req_decode(buf, len, &qd, &err) == -EBADMSG);
 	/* mode share has no exchange: a REQ naming it is malformed */
@@ -893,6 +948,7 @@ test_codec(void)
 		CHECKF(gossip_reply_decode(buf, n, &rd, &err) == 0 &&
 		    gossip_reply_check(&rd, GOSSIP_INT8, 3, &err) == -EBADMSG, "%zu bytes", n);
 	REQUIRE(gossip_reply_decode(buf, len, &rd, &err) == 0);
+	CHECK(rd.flags == 0 && buf[3] == 0);
 	CHECK(gossip_reply_check(&rd, GOSSIP_INT8, 3, &err) == 0 &&
 	    gossip_reply_check(&rd, GOSSIP_FP32, 3, &err) == -EBADMSG &&
 	    gossip_reply_check(&rd, GOSSIP_INT8, 2, &err) == -EBADMSG);
@@ -1051,6 +1107,7 @@ static const struct check_case cases[] = {
 	{ "gossip_poison", test_poison },
 	{ "gossip_suspect_served", test_suspect_served },
 	{ "gossip_behind", test_behind },
+	{ "gossip_trained", test_trained },
 	{ "gossip_select", test_select },
 	{ "gossip_codec", test_codec },
 	{ "gossip_int2", test_int2 },

@@ -8,7 +8,9 @@
  * address keeps its score; a mix is weighed down as suspicion grows; a
  * slice that has not come this peer's way from its origin counts as bad
  * (test_behind); once frozen (training over) the radius stays the one of
- * then, whatever the votes do after; with factor 0 nothing is judged.
+ * then, whatever the votes do after; a member whose training is over is
+ * judged but casts no vote (test_trained); with factor 0 nothing is
+ * judged.
  */
 #include <math.h>
 #include <stdio.h>
@@ -38,7 +40,15 @@ static int
 obs_way(struct trust *t, const char *a, double rms, double radius, double way, double ratio,
     double cos)
 {
-	return trust_observe(t, a, 0, &(struct trust_slice){ rms, radius, way, ratio, cos });
+	return trust_observe(t, a, 0, &(struct trust_slice){ rms, radius, way, ratio, cos, 0 });
+}
+
+/* A slice rms away from a member whose training is over. */
+static int
+obs_trained(struct trust *t, const char *a, double now, double rms, double radius)
+{
+	return trust_observe(t, a, now, &(struct trust_slice){ .rms = rms, .radius = radius,
+	    .trained = 1 });
 }
 
 static const char *
@@ -264,6 +274,60 @@ test_freeze(void)
 	trust_free(t);
 }
 
+/* Closers agree to 0.001 and say their training is over: their votes stay
+ * those they cast while they trained, for a peer still training and for
+ * one whose training ends after they began to close (its freeze takes
+ * those); their slices are still judged, and keep their votes fresh.
+ * Members that never trained in this peer's sight (it joined while they
+ * linger) vote their distances. */
+static void
+test_trained(void)
+{
+	struct trust *t = mk(2);
+	int suspect = 0;
+
+	for (int i = 0; i < 3; i++)
+		obs(t, addr(i), 0, 1.0 + i, -1);
+	for (int k = 0; k < 20; k++) {
+		for (int i = 0; i < 3; i++)
+			obs_trained(t, addr(i), 1 + k, 0.001, trust_radius(t, 1 + k));
+		suspect |= obs(t, addr(3), 1 + k, 3.0, trust_radius(t, 1 + k));
+	}
+	/* 2 x the median of 1, 2, 3 and the trainer's own 3 */
+	CHECKF(fabs(trust_radius(t, 20) - 5.0) < 1e-12, "radius %g", trust_radius(t, 20));
+	CHECK(!suspect && !trust_suspect(t, addr(3)));
+	CHECK(trust_member(t, addr(0))->distance == 1.0 && trust_member(t, addr(0))->slices == 21);
+	/* the last votes came at 20 */
+	CHECK(trust_radius(t, 80) > 0 && trust_radius(t, 81) < 0);
+	trust_free(t);
+
+	t = mk(2);
+	for (int i = 0; i < 3; i++)
+		obs_trained(t, addr(i), 0, 1.0 + i, -1);
+	CHECKF(fabs(trust_radius(t, 0) - 4.0) < 1e-12, "radius %g", trust_radius(t, 0));
+	trust_free(t);
+
+	/* two closers pull this peer in before its own training ends */
+	t = mk(2);
+	for (int i = 0; i < 3; i++)
+		obs(t, addr(i), 0, 1.0 + i, -1);
+	for (int k = 0; k < 5; k++) {
+		obs_trained(t, addr(0), 0.1, 0.001, trust_radius(t, 0.1));
+		obs_trained(t, addr(1), 0.1, 0.001, trust_radius(t, 0.1));
+	}
+	trust_freeze(t, 0.2);
+	CHECKF(fabs(trust_radius(t, 1) - 4.0) < 1e-12, "frozen radius %g", trust_radius(t, 1));
+	suspect = 0;
+	for (int k = 0; k < 20; k++)
+		suspect |= obs(t, addr(2), 1 + k, 3.0, trust_radius(t, 1 + k));
+	CHECK(!suspect);
+	/* far is far, trained or not */
+	for (int k = 0; k < 4; k++)
+		obs_trained(t, addr(4), 30, 50.0, trust_radius(t, 30));
+	CHECK(trust_suspect(t, addr(4)));
+	trust_free(t);
+}
+
 static void
 test_off(void)
 {
@@ -288,6 +352,7 @@ static const struct check_case cases[] = {
 	{ "trust_behind", test_behind },
 	{ "trust_full_table", test_full_table },
 	{ "trust_freeze", test_freeze },
+	{ "trust_trained", test_trained },
 	{ "trust_off", test_off },
 	{ NULL, NULL }
 };
