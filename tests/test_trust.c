@@ -9,8 +9,8 @@
  * slice that has not come this peer's way from its origin counts as bad
  * (test_behind); once frozen (training over) the radius stays the one of
  * then, whatever the votes do after; a member whose training is over is
- * judged but casts no vote (test_trained); with factor 0 nothing is
- * judged.
+ * judged as any but votes no less than it did while it trained
+ * (test_trained); with factor 0 nothing is judged.
  */
 #include <math.h>
 #include <stdio.h>
