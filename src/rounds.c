@@ -58,6 +58,11 @@ struct rounds {
 	struct closing closing;
 	double close_at;          /* the closing phase's next move; < 0: none */
 	uint64_t round_step;      /* step at which the last round began */
+	/* rounds_catch_up: armed, the partners that told their steps, and
+	 * how far each was ahead of this peer then */
+	int catching_up;
+	struct rounds_addrs told;
+	int64_t told_lead[ROUNDS_CATCH_UP_PARTNERS];
 	int retries;              /* partners after the first this round */
 	int joining;              /* the model must be pulled first */
 	char (*names)[WIRE_ADDR_MAX + 1]; /* the live members, as last asked */
@@ -576,6 +581,64 @@ rounds_close_done(struct rounds *r, double now, enum gossip_result res)
 	    training ? CLOSING_TRAINING_PAUSE_S : 0);
 }
 
+void
+rounds_catch_up(struct rounds *r)
+{
+	if (r == NULL)
+		return;
+	r->catching_up = 1;
+	r->told.n = 0;
+}
+
+/* The lower median of the leads told: the median of three, the lesser of
+ * two. */
+static int64_t
+rounds_told_median(const struct rounds *r)
+{
+	int64_t s[ROUNDS_CATCH_UP_PARTNERS], v;
+	size_t n = r->told.n, i, j;
+
+	for (i = 0; i < n; i++) {
+		v = r->told_lead[i];
+		for (j = i; j > 0 && s[j - 1] > v; j--)
+			s[j] = s[j - 1];
+		s[j] = v;
+	}
+	return s[(n - 1) / 2];
+}
+
+/* addr mixed with this peer and told its step (rounds_catch_up): how far
+ * it was ahead then counts, as this peer trained on between partners. A
+ * job of fewer members than ROUNDS_CATCH_UP_PARTNERS waits for all. */
+static void
+rounds_catch_up_note(struct rounds *r, const char *addr)
+{
+	size_t n = r->told.n, live;
+	uint64_t own = rounds_step_now(r);
+	int64_t lead;
+	int rc;
+
+	if (!r->catching_up)
+		return;
+	rounds_addrs_add(&r->told, addr);
+	if (r->told.n == n)
+		return;
+	r->told_lead[n] = (int64_t)(gossip_partner_step(r->gossip) - own);
+	live = rounds_live(r);
+	if (r->told.n < ROUNDS_CATCH_UP_PARTNERS && r->told.n < live)
+		return;
+	r->catching_up = 0;
+	lead = rounds_told_median(r);
+	if (lead <= ROUNDS_CATCH_UP_ROUNDS * (int64_t)r->cfg->interval)
+		return;
+	rc = r->ops.catch_up != NULL ? r->ops.catch_up(r->ops.arg, own + (uint64_t)lead) :
+	    -ENOTSUP;
+	log_info("catch-up: the job is at step %" PRIu64 ", %" PRId64 " steps past this "
+	    "resumed peer (the median of its first %zu partners): %s", own + (uint64_t)lead,
+	    lead, r->told.n, rc == 0 ? "training goes on from there" :
+	    "its attached process keeps its own step");
+}
+
 static void
 rounds_done(void *arg, const char *addr, double now, enum gossip_result res,
     size_t bytes, double seconds)
@@ -589,6 +652,8 @@ rounds_done(void *arg, const char *addr, double now, enum gossip_result res,
 		rounds_close_done(r, now, res);
 		return;
 	}
+	if (res == GOSSIP_OK)
+		rounds_catch_up_note(r, addr);
 	/* A round that mixed nothing (its partner answered BUSY, or was
 	 * killed, stopped or refused mid-exchange) goes on at once with
 	 * another partner: given up, it would cost this peer the whole
@@ -925,6 +990,7 @@ rounds_free(struct rounds *r)
 	free(r->addrs);
 	free(r->shared.a);
 	free(r->sharers.a);
+	free(r->told.a);
 	free(r);
 }
 

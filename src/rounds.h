@@ -44,6 +44,11 @@
 #define ROUNDS_RETRIES 2
 /* The least patience with an exchange over a measured link. */
 #define ROUNDS_PATIENCE_MIN_S 0.25
+/* A resumed peer's partners whose steps say where the job is, and the
+ * rounds' worth of steps it may lag them before it catches up
+ * (rounds_catch_up). */
+#define ROUNDS_CATCH_UP_PARTNERS 3
+#define ROUNDS_CATCH_UP_ROUNDS 2
 
 /* Calls into the owner, all from within a rounds_* call. */
 struct rounds_ops {
@@ -68,6 +73,9 @@ struct rounds_ops {
 	/* A joiner knew no live member for start_timeout (pull.h): it will
 	 * never get the model; why is a sentence for the log. */
 	void (*gave_up)(void *arg, const char *why);
+	/* The job runs at step, ahead of this resumed peer: the trainer goes
+	 * on from there (trainer_catch_up; -ENOTSUP when it cannot). */
+	int (*catch_up)(void *arg, uint64_t step);
 	void *arg;
 };
 
@@ -106,6 +114,17 @@ void rounds_set_optimizer(struct rounds *r, int kind);
 void rounds_on_step(struct rounds *r, double now);
 /* Training starts at step (rounds count from there). */
 void rounds_start_at(struct rounds *r, uint64_t step);
+/* This peer resumed its checkpoint, which may be far behind the job (a
+ * restart after a kill: the checkpoint's age plus the downtime; a peer
+ * killed often trained 1,400 steps behind the others in a soak, at five
+ * times their learning rate late in a decaying schedule, and the job
+ * suspected it). Once its first ROUNDS_CATCH_UP_PARTNERS partners of
+ * exchanges that mixed told their steps, if their median is more than
+ * ROUNDS_CATCH_UP_ROUNDS rounds ahead, the trainer goes on from it (ops'
+ * catch_up), as a joiner trains on from its donors' step. The median, so
+ * that one member's false step moves nothing (of two, the lesser; a job
+ * of fewer members waits for all). Once per start. */
+void rounds_catch_up(struct rounds *r);
 /* Membership moved: a joiner may now know enough donors. */
 void rounds_members_changed(struct rounds *r, double now);
 /* A peer became unreachable: a donor of the running pull, or the partner

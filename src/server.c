@@ -202,6 +202,14 @@ server_rounds_pulled(void *arg, uint64_t step, int own)
 	daemon_start_training(arg, step, own);
 }
 
+static int
+server_rounds_catch_up(void *arg, uint64_t step)
+{
+	struct daemon *d = arg;
+
+	return trainer_catch_up(d->trainer, step);
+}
+
 static void
 server_rounds_timer(uv_timer_t *h)
 {
@@ -242,7 +250,8 @@ server_open_rounds(struct daemon *d, struct errbuf *err)
 {
 	struct rounds_ops ops = { daemon_send, server_rounds_progress, server_rounds_live,
 	    server_rounds_bytes_sent, server_rounds_released, server_rounds_pulled,
-	    daemon_end_closing, server_rounds_schedule, daemon_no_job, d };
+	    daemon_end_closing, server_rounds_schedule, daemon_no_job, server_rounds_catch_up,
+	    d };
 	int rc;
 
 	if ((rc = rounds_new(&d->cfg, d->model, d->state == PEER_JOINING, &ops, &d->rounds,
@@ -589,6 +598,8 @@ server_open(struct daemon *d, uv_loop_t *loop, struct errbuf *err)
 		    d->cfg.join);
 		service_status("joining through %s: pulling the model", d->cfg.join);
 	} else {
+		if (start_step > 0)
+			rounds_catch_up(d->rounds);
 		daemon_start_training(d, start_step, start_step == 0);
 	}
 	/* Ready before a joiner's pull, not after it: service.h says why.

@@ -59,6 +59,7 @@ struct train {
 	int launched;             /* start was called: progress is ours */
 	atomic_bool stop;
 	atomic_uint_fast64_t ckpt_requested;
+	atomic_uint_fast64_t catch_up;  /* the job's step to go on from; 0: none */
 
 	pthread_mutex_t mu;       /* guards prog */
 	struct train_progress prog;
@@ -451,7 +452,7 @@ train_main(void *arg)
 	struct sgd_hparams h = { 0, (float)cfg->momentum, (float)cfg->weight_decay };
 	const struct train_budget *b = &t->b;
 	uint64_t step = t->start_step, shuffled_pass = UINT64_MAX, ckpt_ticket_done = 0;
-	uint64_t window_step = step, last_ckpt = UINT64_MAX;
+	uint64_t window_step = step, last_ckpt = UINT64_MAX, from = step, to;
 	double t0 = util_now(), window_t = t0, last_notify = 0, sps = 0, slot = t0;
 	enum train_state st;
 	int first = 1, rc;
@@ -494,7 +495,7 @@ train_main(void *arg)
 			window_t = now;
 			window_step = step;
 		} else if (sps == 0 && now > t0) {
-			sps = (double)(step - t->start_step) * cfg->batch_size / (now - t0);
+			sps = (double)(step - from) * cfg->batch_size / (now - t0);
 		}
 		sr = (struct train_step_result){ step, step / b->job_steps_per_epoch, h.lr, loss,
 		    sps, now - t0, first };
@@ -523,6 +524,13 @@ train_main(void *arg)
 			train_checkpoint(t, step, ticket);
 			ckpt_ticket_done = ticket;
 			last_ckpt = step;
+		}
+		if ((to = atomic_exchange(&t->catch_up, 0)) > step) {
+			/* The skipped steps' samples go with them: the sample
+			 * order follows the step (top of this file). */
+			window_step += to - step;
+			from += to - step;
+			step = to;
 		}
 	}
 
@@ -629,6 +637,14 @@ train_op_stop(void *impl)
 	return 0;
 }
 
+static void
+train_op_catch_up(void *impl, uint64_t step)
+{
+	struct train *t = impl;
+
+	atomic_store(&t->catch_up, step < t->b.total_steps ? step : t->b.total_steps);
+}
+
 static int
 train_op_refresh_final(void *impl)
 {
@@ -686,6 +702,7 @@ const struct trainer_ops train_ops = {
 	.checkpoint = train_op_checkpoint,
 	.stop = train_op_stop,
 	.refresh_final = train_op_refresh_final,
+	.catch_up = train_op_catch_up,
 	.close = train_op_close,
 	.free = train_op_free,
 };

@@ -105,6 +105,15 @@ trainer_resume(struct trainer *t)
 		t->ops->resume(t->impl);
 }
 
+int
+trainer_catch_up(struct trainer *t, uint64_t step)
+{
+	if (t == NULL || t->ops->catch_up == NULL)
+		return -ENOTSUP;
+	t->ops->catch_up(t->impl, step);
+	return 0;
+}
+
 void
 trainer_status(const struct trainer *t, json_t *st)
 {

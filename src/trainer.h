@@ -74,6 +74,11 @@ struct trainer_ops {
 	int (*refresh_final)(void *impl);
 	/* Pace let go: a step it held may go on (optional). */
 	void (*resume)(void *impl);
+	/* The job runs at step, ahead of this trainer (a resumed peer's
+	 * first partners say so, rounds.h): train on from there, the
+	 * schedule and the sample order of that step (optional: an
+	 * attached process keeps its own step). */
+	void (*catch_up)(void *impl, uint64_t step);
 	/* Its part of status (optional). */
 	void (*status)(void *impl, json_t *st);
 	/* A control request of its own (optional): CONTROL_REPLIED or
@@ -106,6 +111,8 @@ uint64_t trainer_checkpoint(struct trainer *t);
 int trainer_stop(struct trainer *t);
 int trainer_refresh_final(struct trainer *t);
 void trainer_resume(struct trainer *t);
+/* -ENOTSUP when the kind has no catch_up. */
+int trainer_catch_up(struct trainer *t, uint64_t step);
 void trainer_status(const struct trainer *t, json_t *st);
 int trainer_command(struct trainer *t, uint64_t client, const char *cmd, json_t *req,
     json_t **reply);

@@ -19,7 +19,8 @@
  * mode share a fresh job's first share waits for as many members as
  * --peers names, start_timeout at most, then goes to every live one; an
  * attached process waits at each round for the others' shares of it
- * (share_sync).
+ * (share_sync). A resumed peer far behind goes on from the median of its
+ * first partners' steps, once (rounds_catch_up).
  */
 #include <errno.h>
 #include <math.h>
@@ -55,6 +56,8 @@ struct peer {
 	int pulled, own;
 	double first_step;      /* own start: when its process writes the model */
 	uint64_t pulled_step;
+	int caught;             /* catch_up calls */
+	uint64_t caught_gap;    /* the last one's step past its own */
 	int closed;
 	enum closing_reason why;
 	double at;              /* the deadline it asked for */
@@ -175,6 +178,17 @@ first_steps(void)
 	}
 }
 
+static int
+fake_catch_up(void *arg, uint64_t step)
+{
+	struct peer *p = arg;
+
+	p->caught++;
+	p->caught_gap = step - p->step;
+	p->step = step;
+	return 0;
+}
+
 static void
 fake_closed(void *arg, enum closing_reason why)
 {
@@ -195,7 +209,7 @@ static void
 setup(int n, int joiner)
 {
 	struct rounds_ops ops = { fake_send, fake_progress, fake_live, fake_bytes_sent,
-	    fake_released, fake_pulled, fake_closed, fake_schedule, NULL, NULL };
+	    fake_released, fake_pulled, fake_closed, fake_schedule, NULL, fake_catch_up, NULL };
 	char *argv[] = { (char *)"gossipd", NULL };
 	struct model_spec spec;
 	struct errbuf err = { "" };
@@ -817,6 +831,62 @@ test_share_sync(void)
 	teardown();
 }
 
+/* Peer 0 takes rounds until it has mixed with every other peer (the
+ * partners are drawn at random), the others a step with each of its own
+ * (they start no rounds). */
+static void
+meet_all(void)
+{
+	for (int k = 0; k < 200 && rounds_exchanges(peers[0].r) < 3 * (uint64_t)npeers; k++) {
+		for (int j = 0; j < 4; j++) {
+			for (int i = 1; i < npeers; i++)
+				peers[i].step++;
+			step(0);
+		}
+		pump();
+	}
+	CHECKF(rounds_exchanges(peers[0].r) >= 3 * (uint64_t)npeers, "%llu exchanges",
+	    (unsigned long long)rounds_exchanges(peers[0].r));
+}
+
+/* Peers 1-4 ahead of peer 0 by lead[] steps; peer 0 resumed or not. */
+static void
+setup_ahead(const uint64_t lead[4], int resumed)
+{
+	setup(5, -1);
+	for (int i = 1; i < 5; i++)
+		peers[i].step = peers[0].step + lead[i - 1];
+	if (resumed)
+		rounds_catch_up(peers[0].r);
+	meet_all();
+}
+
+/* A resumed peer far behind goes on from the median of its first three
+ * partners' steps, once, whatever one of them claims; within two rounds
+ * of them, or not resumed, it keeps its own step. */
+static void
+test_catch_up(void)
+{
+	static const uint64_t far[] = { 500, 510, 520, 100000 };
+	static const uint64_t near[] = { 8, 8, 8, 8 }, past[] = { 9, 9, 9, 9 };
+
+	setup_ahead(far, 1);
+	CHECKF(peers[0].caught == 1 && peers[0].caught_gap >= 510 &&
+	    peers[0].caught_gap <= 520, "%d catch-ups, %llu steps ahead", peers[0].caught,
+	    (unsigned long long)peers[0].caught_gap);
+	teardown();
+	setup_ahead(near, 1);
+	CHECKF(peers[0].caught == 0, "caught up with members two rounds ahead");
+	teardown();
+	setup_ahead(past, 1);
+	CHECKF(peers[0].caught == 1 && peers[0].caught_gap == 9,
+	    "%d catch-ups with members a step past two rounds ahead", peers[0].caught);
+	teardown();
+	setup_ahead(far, 0);
+	CHECKF(peers[0].caught == 0, "caught up without a resume");
+	teardown();
+}
+
 static const struct check_case cases[] = {
 	{ "rounds_interval", test_interval },
 	{ "rounds_busy_retries", test_busy_retries },
@@ -831,6 +901,7 @@ static const struct check_case cases[] = {
 	{ "rounds_agree_source_down", test_agree_source_down },
 	{ "rounds_share_wait", test_share_wait },
 	{ "rounds_share_sync", test_share_sync },
+	{ "rounds_catch_up", test_catch_up },
 	{ NULL, NULL }
 };
 
