@@ -119,11 +119,12 @@ void rounds_start_at(struct rounds *r, uint64_t step);
  * killed often trained 1,400 steps behind the others in a soak, at five
  * times their learning rate late in a decaying schedule, and the job
  * suspected it). Once its first ROUNDS_CATCH_UP_PARTNERS partners of
- * exchanges that mixed told their steps, if their median is more than
- * ROUNDS_CATCH_UP_ROUNDS rounds ahead, the trainer goes on from it (ops'
- * catch_up), as a joiner trains on from its donors' step. The median, so
- * that one member's false step moves nothing (of two, the lesser; a job
- * of fewer members waits for all). Once per start. */
+ * exchanges that mixed told their steps (mode share's shares tell none),
+ * if their median is more than ROUNDS_CATCH_UP_ROUNDS rounds ahead, the
+ * trainer goes on from it (ops' catch_up), as a joiner trains on from its
+ * donors' step. The median, so that one member's false step moves nothing
+ * (of two, the lesser; a job of fewer members waits for all). Once per
+ * start. */
 void rounds_catch_up(struct rounds *r);
 /* Membership moved: a joiner may now know enough donors. */
 void rounds_members_changed(struct rounds *r, double now);
