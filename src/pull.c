@@ -113,6 +113,7 @@ struct pull_slice {
 struct pull_donor {
 	char addr[WIRE_ADDR_MAX + 1];
 	int failed;
+	int64_t step;             /* the highest its answers told */
 };
 
 /* One attempt of a joiner, from the choice of donors to the model. */
@@ -128,7 +129,6 @@ struct pull_join {
 	int ndonors;
 	char spares[PULL_SPARES][WIRE_ADDR_MAX + 1];
 	int nspares, next_spare;
-	uint64_t step;
 	int failed;
 	int nomodel;              /* donors out for holding no model yet */
 	int take_done;            /* every live member was done: take them */
@@ -805,6 +805,34 @@ pull_failed(struct pull *p, double now)
 enum pull_list { PULL_LIST_ALL, PULL_LIST_ANSWERED, PULL_LIST_MISSED };
 #define PULL_DONOR_LIST	(PULL_MAX_DONORS * (WIRE_ADDR_MAX + 1))
 
+/* Chunks of the model whose average holds donor di's answer. */
+static size_t
+pull_donor_answered(const struct pull_join *j, int di)
+{
+	size_t answered = 0;
+
+	for (size_t ci = 0; ci < j->nchunks; ci++)
+		answered += j->chunks[ci].ask[di] == ASK_ANSWERED;
+	return answered;
+}
+
+/* The step the joiner goes on from: the lower median of the steps its
+ * donors told, of those whose answers it took. Not the highest: one
+ * donor telling a false step would move the joiner to the end of the
+ * schedule (or past it), and honest donors differ by a few steps. */
+static uint64_t
+pull_join_step(const struct pull_join *j)
+{
+	int64_t steps[PULL_MAX_DONORS];
+	size_t n = 0;
+
+	for (int di = 0; di < j->ndonors; di++) {
+		if (pull_donor_answered(j, di) > 0)
+			steps[n++] = j->donors[di].step;
+	}
+	return n > 0 ? (uint64_t)util_median_low(steps, n) : 0;
+}
+
 /* The chosen donors, comma-separated into out; returns how many. */
 static int
 pull_donor_list(const struct pull_join *j, enum pull_list which, char *out, size_t size)
@@ -814,10 +842,8 @@ pull_donor_list(const struct pull_join *j, enum pull_list which, char *out, size
 
 	out[0] = '\0';
 	for (int di = 0; di < j->ndonors; di++) {
-		size_t answered = 0;
+		size_t answered = pull_donor_answered(j, di);
 
-		for (size_t ci = 0; ci < j->nchunks; ci++)
-			answered += j->chunks[ci].ask[di] == ASK_ANSWERED;
 		if ((which == PULL_LIST_ANSWERED && answered == 0) ||
 		    (which == PULL_LIST_MISSED && answered == j->nchunks))
 			continue;
@@ -853,7 +879,7 @@ pull_conclude(struct pull *p, double now)
 		if (pull_donor_list(j, PULL_LIST_MISSED, missed, sizeof(missed)) > 0)
 			log_info("bootstrap: %s answered only part of the model or none of it "
 			    "(gone, refused or late); the other donors' answers make it", missed);
-		if (p->ops.pulled(p->ops.arg, j->x, j->step, donors) == 0) {
+		if (p->ops.pulled(p->ops.arg, j->x, pull_join_step(j), donors) == 0) {
 			p->joining = 0;
 			p->ready = 1;
 		}
@@ -961,6 +987,7 @@ pull_take(struct pull *p, double now, const char *from, const uint8_t *buf, size
 	struct pull_join *j = p->join;
 	struct pull_chunk gc;
 	struct pull_slice *c;
+	int64_t step;
 	size_t ci;
 	int di;
 
@@ -1013,8 +1040,9 @@ pull_take(struct pull *p, double now, const char *from, const uint8_t *buf, size
 		} else {
 			c->answers++;
 			c->ask[di] = ASK_ANSWERED;
-			if (gc.step > j->step)
-				j->step = gc.step;
+			step = gc.step > INT64_MAX ? INT64_MAX : (int64_t)gc.step;
+			if (step > j->donors[di].step)
+				j->donors[di].step = step;
 		}
 	}
 	pull_settle(p, ci, now);
@@ -1111,7 +1139,7 @@ pull_join_json(const struct pull_join *j)
 	    "requests", (json_int_t)j->requests, "reasked", (json_int_t)j->reasks,
 	    "refused", (json_int_t)j->refused, "timeouts", (json_int_t)j->timeouts,
 	    "stale", (json_int_t)j->stale, "malformed", (json_int_t)j->malformed,
-	    "finished", (json_int_t)j->finished, "step", (json_int_t)j->step,
+	    "finished", (json_int_t)j->finished, "step", (json_int_t)pull_join_step(j),
 	    "failed", j->failed);
 }
 

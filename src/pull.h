@@ -14,8 +14,9 @@
  * nothing to a chunk; a chunk nobody answered is asked again from the
  * donors still standing; when every donor has failed, the next
  * pull_members call, PULL_RETRY later, picks others. When every chunk is
- * in, ops->pulled gets the average and the highest step any donor
- * reported (and with it the learning-rate position).
+ * in, ops->pulled gets the average and the lower median of the steps
+ * its donors reported (and with it the learning-rate position): one
+ * donor's false step moves nothing.
  *
  * Why average rather than pull disjoint ranges from each donor: peers'
  * models differ (at 1% density by ~40% of the weights' RMS), and a model
@@ -153,7 +154,7 @@ struct pull_ops {
 	/* The step this peer is at, served with every chunk. */
 	uint64_t (*step)(void *arg);
 	/* The joiner's model is in: d averaged parameters, the donors'
-	 * highest step, their addresses comma-separated. 0 ends the pull (the
+	 * median step (see top), their addresses comma-separated. 0 ends the pull (the
 	 * peer is a donor from now on); < 0 drops it, and the next
 	 * pull_members starts another. */
 	int (*pulled)(void *arg, const float *params, uint64_t step, const char *donors);

@@ -590,23 +590,6 @@ rounds_catch_up(struct rounds *r)
 	r->told.n = 0;
 }
 
-/* The lower median of the leads told: the median of three, the lesser of
- * two. */
-static int64_t
-rounds_told_median(const struct rounds *r)
-{
-	int64_t s[ROUNDS_CATCH_UP_PARTNERS], v;
-	size_t n = r->told.n, i, j;
-
-	for (i = 0; i < n; i++) {
-		v = r->told_lead[i];
-		for (j = i; j > 0 && s[j - 1] > v; j--)
-			s[j] = s[j - 1];
-		s[j] = v;
-	}
-	return s[(n - 1) / 2];
-}
-
 /* addr mixed with this peer and told its step (rounds_catch_up): how far
  * it was ahead then counts, as this peer trained on between partners. A
  * job of fewer members than ROUNDS_CATCH_UP_PARTNERS waits for all. */
@@ -628,7 +611,7 @@ rounds_catch_up_note(struct rounds *r, const char *addr)
 	if (r->told.n < ROUNDS_CATCH_UP_PARTNERS && r->told.n < live)
 		return;
 	r->catching_up = 0;
-	lead = rounds_told_median(r);
+	lead = util_median_low(r->told_lead, r->told.n);
 	if (lead <= ROUNDS_CATCH_UP_ROUNDS * (int64_t)r->cfg->interval)
 		return;
 	rc = r->ops.catch_up != NULL ? r->ops.catch_up(r->ops.arg, own + (uint64_t)lead) :

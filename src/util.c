@@ -139,6 +139,21 @@ util_json_real(double x)
 	return isfinite(x) ? json_real(x) : json_null();
 }
 
+int64_t
+util_median_low(int64_t *v, size_t n)
+{
+	int64_t x;
+	size_t i, j;
+
+	for (i = 1; i < n; i++) {
+		x = v[i];
+		for (j = i; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	return v[(n - 1) / 2];
+}
+
 double
 util_now(void)
 {

@@ -43,6 +43,11 @@ void util_utf8_fix(char *s);
  * cannot carry it, and jansson refuses the whole reply that holds it. */
 json_t *util_json_real(double x);
 
+/* The lower median of v[0..n) (the middle of three, the lesser of two),
+ * n > 0; sorts v in place. Where members tell a step, one liar among
+ * three moves it nothing. */
+int64_t util_median_low(int64_t *v, size_t n);
+
 /* Monotonic time in seconds. */
 double util_now(void);
 
