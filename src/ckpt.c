@@ -299,15 +299,14 @@ ckpt_write_floats(int fd, const float *v, size_t n, crypto_generichash_state *hs
 	return 0;
 }
 
-/* keep < 1 keeps every file. */
-int
-ckpt_save(const char *dir, const struct ckpt_state *st, int keep,
-    char *path, size_t pathlen, struct errbuf *err)
+/* Writes st atomically as DIR/name (see top); path as ckpt_save's. */
+static int
+ckpt_write(const char *dir, const char *name, const struct ckpt_state *st, char *path,
+    size_t pathlen, struct errbuf *err)
 {
 	unsigned char h[GD_CKPT_HEADER_SIZE], sum[GD_CKPT_CHECKSUM_SIZE], *buf = NULL;
 	char tmp[PATH_MAX], final[PATH_MAX];
 	crypto_generichash_state hs;
-	struct errbuf perr;
 	int fd = -1, rc, n;
 
 	if (sodium_init() < 0)
@@ -316,7 +315,7 @@ ckpt_save(const char *dir, const struct ckpt_state *st, int keep,
 		return rc;
 	if (st->x == NULL || st->v == NULL)
 		return errbuf_set(err, -EINVAL, "checkpoint state without parameters");
-	n = snprintf(final, sizeof(final), "%s/ckpt-%012" PRIu64 ".gdc", dir, st->step);
+	n = snprintf(final, sizeof(final), "%s/%s", dir, name);
 	if (n < 0 || (size_t)n >= sizeof(final) || (path != NULL && (size_t)n >= pathlen))
 		return errbuf_set(err, -ENAMETOOLONG, "%s: checkpoint path too long", dir);
 	snprintf(tmp, sizeof(tmp), "%s/" CKPT_TMP_PREFIX "XXXXXX", dir);
@@ -370,10 +369,6 @@ ckpt_save(const char *dir, const struct ckpt_state *st, int keep,
 		goto out;
 	if (path != NULL)
 		memcpy(path, final, (size_t)n + 1);
-	/* The new file is durable by now: failing to tidy up old ones is
-	 * worth a warning, not a failed save. */
-	if (keep > 0 && ckpt_prune(dir, keep, st->step, &perr) != 0)
-		log_warn("checkpoint pruning: %s", perr.msg);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -381,6 +376,42 @@ out:
 		unlink(tmp);
 	free(buf);
 	return rc;
+}
+
+/* keep < 1 keeps every file. */
+int
+ckpt_save(const char *dir, const struct ckpt_state *st, int keep,
+    char *path, size_t pathlen, struct errbuf *err)
+{
+	char name[64];
+	struct errbuf perr;
+	int rc;
+
+	snprintf(name, sizeof(name), "ckpt-%012" PRIu64 ".gdc", st->step);
+	if ((rc = ckpt_write(dir, name, st, path, pathlen, err)) != 0)
+		return rc;
+	/* The new file is durable by now: failing to tidy up old ones is
+	 * worth a warning, not a failed save. */
+	if (keep > 0 && ckpt_prune(dir, keep, st->step, &perr) != 0)
+		log_warn("checkpoint pruning: %s", perr.msg);
+	return 0;
+}
+
+int
+ckpt_save_start(const char *dir, const struct ckpt_state *st, char *path, size_t pathlen,
+    struct errbuf *err)
+{
+	return ckpt_write(dir, CKPT_START_NAME, st, path, pathlen, err);
+}
+
+int
+ckpt_start_path(const char *dir, char *path, size_t pathlen, struct errbuf *err)
+{
+	int n = snprintf(path, pathlen, "%s/" CKPT_START_NAME, dir);
+
+	if (n < 0 || (size_t)n >= pathlen)
+		return errbuf_set(err, -ENAMETOOLONG, "%s: path too long", dir);
+	return 0;
 }
 
 /* Decodes and checks a header; fills spec, d, step, epoch and seed. */

@@ -31,6 +31,14 @@ struct ckpt_state {
  * path (may be NULL) receives the file's name. */
 int ckpt_save(const char *dir, const struct ckpt_state *st, int keep,
     char *path, size_t pathlen, struct errbuf *err);
+/* The job's start model, kept beside the checkpoints (origin.h says why)
+ * in the same format, at step 0: DIR/start.gdc, written as atomically
+ * as a checkpoint, never pruned, never taken for the newest checkpoint. */
+#define CKPT_START_NAME "start.gdc"
+int ckpt_save_start(const char *dir, const struct ckpt_state *st, char *path, size_t pathlen,
+    struct errbuf *err);
+/* DIR/start.gdc into path. */
+int ckpt_start_path(const char *dir, char *path, size_t pathlen, struct errbuf *err);
 /* Allocates st->x and st->v; on error nothing is allocated. */
 int ckpt_load(const char *path, struct ckpt_state *st, struct errbuf *err);
 /* Newest checkpoint in dir by step; -ENOENT when there is none. */

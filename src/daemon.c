@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "control.h"
@@ -17,6 +18,7 @@
 #include "httpd.h"
 #include "log.h"
 #include "member.h"
+#include "origin.h"
 #include "pace.h"
 #include "rounds.h"
 #include "service.h"
@@ -252,16 +254,44 @@ daemon_start_training(struct daemon *d, uint64_t start_step, int fresh)
 
 	daemon_set_state(d, PEER_TRAINING);
 	rounds_start_at(d->rounds, start_step);
+	if (d->start_x != NULL && d->rounds != NULL) {
+		int rc = rounds_set_origin(d->rounds, d->start_x);
+
+		if (rc < 0)
+			log_warn("resume: the job's start model cannot be used (%s): trust judges "
+			    "no ways", strerror(-rc));
+		d->start_kept = 1;
+	}
+	free(d->start_x);
+	d->start_x = NULL;
 	if (trainer_start(d->trainer, start_step, fresh, what, sizeof(what), &err) < 0) {
 		log_error("%s", err.msg);
 		d->exit_code = DAEMON_EXIT_RUNTIME;
 		daemon_shutdown(d);
 		return;
 	}
-	if (trainer_no_model(d->trainer) == NULL)
+	if (trainer_no_model(d->trainer) == NULL) {
 		rounds_set_ready(d->rounds, 1);
+		daemon_keep_start(d);
+	}
 	log_info("peer %016" PRIx64 " %s, control socket %s", d->id, what, d->cfg.control);
 	service_status("%s", what);
+}
+
+void
+daemon_keep_start(struct daemon *d)
+{
+	const float *x = rounds_origin(d->rounds);
+	struct errbuf err = { "" };
+
+	if (d->start_kept || d->cfg.checkpoint_dir == NULL || d->rounds == NULL)
+		return;
+	d->start_kept = 1;
+	if (x == NULL)
+		origin_drop(d->cfg.checkpoint_dir);
+	else if (origin_save(d->loop, d->cfg.checkpoint_dir, &d->model->spec, d->model->d,
+	    d->cfg.seed, x, &err) < 0)
+		log_warn("start: %s", err.msg);
 }
 
 /* Arm the timer for the protocol's next deadline; while leaving, look

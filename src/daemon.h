@@ -59,6 +59,8 @@ struct daemon {
 	uv_async_t wake;
 	uv_signal_t signals[3];        /* SIGTERM, SIGINT: leave; SIGCONT */
 	struct commands_pending *pending;
+	float *start_x;                /* the job's start model a resume loaded (origin.h) */
+	int start_kept;                /* this start's start model is settled (daemon_keep_start) */
 	int trained;                   /* the trainer reported DONE or FAILED */
 	int exit_code;
 };
@@ -83,6 +85,10 @@ void daemon_notify_step(void *arg, uint64_t step);
 /* Start the trainer from start_step; fresh: from its own initial values
  * (trainer.h). A failure ends the peer. */
 void daemon_start_training(struct daemon *d, uint64_t start_step, int fresh);
+/* The model holds the job's parameters: keep the job's start model
+ * beside the checkpoints, or remove a start kept there that is not this
+ * peer's (origin.h). Once a start. */
+void daemon_keep_start(struct daemon *d);
 /* The training budget is spent and the closing phase, if any, is over:
  * linger (--linger) or leave. */
 void daemon_after_training(struct daemon *d);

@@ -8,9 +8,10 @@
  * has its own scratch buffers, grown to the largest exchange and reused:
  * no allocation per exchange once warm, and serving a REQ while an own
  * exchange is in flight cannot clobber the mask that exchange will need.
- * The job's start model (its origin, d floats; none for a peer that
- * resumed or joined later) stays too, for trust to measure the ways from
- * it of both sides of a slice (trust.h).
+ * The job's start model (its origin, d floats; for a peer that resumed
+ * or joined later none, or the one kept beside its checkpoints: origin.h)
+ * stays too, for trust to measure the ways from it of both sides of a
+ * slice (trust.h).
  */
 #include "gossip.h"
 
@@ -230,8 +231,7 @@ gossip_set_tamper(struct gossip *g, gossip_tamper_fn fn, void *arg)
 	g->tamper_arg = arg;
 }
 
-/* The origin, if it is of the model as it is now (NULL: none). */
-static const float *
+const float *
 gossip_origin(const struct gossip *g)
 {
 	return g->origin != NULL && g->origin_d == g->m->d ? g->origin : NULL;
@@ -286,10 +286,24 @@ gossip_take_origin(struct gossip *g)
 static void
 gossip_origin_at_ready(struct gossip *g)
 {
-	if (g->late)
-		gossip_drop_origin(g);
-	else
+	if (!g->late)
 		gossip_take_origin(g);
+}
+
+int
+gossip_set_origin(struct gossip *g, const float *x)
+{
+	float *o;
+
+	if (g->m->d == 0)
+		return -EINVAL;
+	if ((o = malloc(g->m->d * sizeof(float))) == NULL)
+		return -ENOMEM;
+	memcpy(o, x, g->m->d * sizeof(float));
+	free(g->origin);
+	g->origin = o;
+	g->origin_d = g->m->d;
+	return 0;
 }
 
 void

@@ -151,6 +151,14 @@ void gossip_set_trained(struct gossip *g);
 /* Training starts at step: past 0 the model was resumed or pulled, not
  * the job's start, and trust judges no ways from it (gossip.c). */
 void gossip_start_at(struct gossip *g, uint64_t step);
+/* The job's start model, d floats (copied), when this peer knows it
+ * although it started later (origin.h): trust judges ways from it again.
+ * After gossip_start_at. 0, -EINVAL for a model of no size yet, or
+ * -ENOMEM. */
+int gossip_set_origin(struct gossip *g, const float *x);
+/* The job's start model trust measures ways from, if this peer has it
+ * for the model as it is now; NULL: none. */
+const float *gossip_origin(const struct gossip *g);
 /* Start an exchange with addr; -EBUSY if one is in flight. */
 int gossip_start(struct gossip *g, double now, const char *addr);
 /* Bring the deadline of the exchange in flight forward to `deadline`

@@ -469,6 +469,18 @@ rounds_start_at(struct rounds *r, uint64_t step)
 	gossip_start_at(r->gossip, step);
 }
 
+int
+rounds_set_origin(struct rounds *r, const float *x)
+{
+	return gossip_set_origin(r->gossip, x);
+}
+
+const float *
+rounds_origin(const struct rounds *r)
+{
+	return r != NULL ? gossip_origin(r->gossip) : NULL;
+}
+
 /* The closing phase ends when a rule of closing_check says so; 1 if it
  * ended. */
 static int

@@ -114,6 +114,11 @@ void rounds_set_optimizer(struct rounds *r, int kind);
 void rounds_on_step(struct rounds *r, double now);
 /* Training starts at step (rounds count from there). */
 void rounds_start_at(struct rounds *r, uint64_t step);
+/* The job's start model, for a peer that started later but kept it
+ * (gossip_set_origin); after rounds_start_at. */
+int rounds_set_origin(struct rounds *r, const float *x);
+/* The job's start model trust judges ways from; NULL: none. */
+const float *rounds_origin(const struct rounds *r);
 /* This peer resumed its checkpoint, which may be far behind the job (a
  * restart after a kill: the checkpoint's age plus the downtime; a peer
  * killed often trained 1,400 steps behind the others in a soak, at five

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "member.h"
 #include "model.h"
+#include "origin.h"
 #include "pace.h"
 #include "pull.h"
 #include "rounds.h"
@@ -387,6 +388,28 @@ fail:
 	return rc;
 }
 
+/* A resumed peer judges ways from the job's start if it kept it (origin.h);
+ * one without --listen has nobody to judge. */
+static void
+server_resume_start(struct daemon *d)
+{
+	struct errbuf why = { "" };
+	int rc;
+
+	if (d->cfg.listen == NULL)
+		return;
+	rc = origin_load(d->cfg.checkpoint_dir, &d->model->spec, d->model->d, d->cfg.seed,
+	    &d->start_x, &why);
+	if (rc == 0)
+		log_info("resume: the job's start model is kept in %s: trust judges the "
+		    "members' ways from it", d->cfg.checkpoint_dir);
+	else if (rc == -ENOENT)
+		log_info("resume: no start model kept in %s (this peer joined the job, or its "
+		    "checkpoints are older): trust judges no ways", d->cfg.checkpoint_dir);
+	else
+		log_warn("resume: %s: trust judges no ways", why.msg);
+}
+
 /* With --resume, continue from the newest checkpoint; none is no error.
  * Whether or not, what a killed save left in the directory goes first. */
 static int
@@ -417,12 +440,16 @@ server_resume(struct daemon *d, uint64_t *step, struct errbuf *err)
 		    path, st.seed, d->cfg.seed);
 		goto out;
 	}
+	/* The start model kept here stays this job's: an attached trainer's
+	 * load makes the peer ready, and its model is not the start. */
+	d->start_kept = 1;
 	if ((rc = trainer_load(d->trainer, &st, &why)) < 0) {
 		rc = errbuf_set(err, rc, "resume: refusing %s: %s", path, why.msg);
 		goto out;
 	}
 	*step = st.step;
 	log_info("resumed from %s at step %" PRIu64 ", epoch %u", path, st.step, st.epoch);
+	server_resume_start(d);
 out:
 	ckpt_state_free(&st);
 	return rc;
@@ -451,6 +478,7 @@ server_attach_ready(void *arg)
 	struct daemon *d = arg;
 
 	rounds_set_ready(d->rounds, 1);
+	daemon_keep_start(d);
 }
 
 static void
@@ -619,6 +647,7 @@ void
 server_free(struct daemon *d)
 {
 	commands_pending_free(d);
+	free(d->start_x);
 	trainer_free(d->trainer);
 	rounds_free(d->rounds);
 	model_free(d->model);

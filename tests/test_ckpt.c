@@ -5,6 +5,9 @@
  * truncation, growth, wrong magic or version. Also that saves leave no
  * temporary files and fail cleanly where they cannot write, and that a
  * start removes the temporary files of killed saves and nothing else.
+ * The job's start model (origin.h) beside the checkpoints: never taken for
+ * the newest nor pruned, written on a loop's pool, loaded only for the
+ * same model and seed, and gone once dropped.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include "check.h"
 #include "gossipd/ckpt_format.h"
 #include "ckpt.h"
+#include "origin.h"
 
 static char tmpdir[256];
 
@@ -463,12 +467,63 @@ test_clean(void)
 	rm_tree(dir);
 }
 
+static void
+test_start(void)
+{
+	static const int small[] = { 3, 2 };
+	struct ckpt_state a, b, s;
+	struct errbuf err;
+	char dir[300], path[400];
+	float *x = NULL;
+	uv_loop_t loop;
+
+	snprintf(dir, sizeof(dir), "%s/start", tmpdir);
+	make_state(&a, 1, small, 7);
+	CHECK(ckpt_save(dir, &a, 1, NULL, 0, &err) == 0);
+	make_state(&s, 1, small, 0);
+	CHECK(ckpt_save_start(dir, &s, path, sizeof(path), &err) == 0);
+	CHECK(strstr(path, "/" CKPT_START_NAME) != NULL);
+	/* Not a checkpoint to resume, nor one to prune. */
+	CHECK(ckpt_find_latest(dir, path, sizeof(path), &err) == 0);
+	CHECK(strstr(path, "/ckpt-000000000007.gdc") != NULL);
+	ckpt_state_free(&a);
+	make_state(&a, 1, small, 8);
+	CHECK(ckpt_save(dir, &a, 1, NULL, 0, &err) == 0);
+	CHECK(count_files(dir, CKPT_START_NAME) == 1 && count_files(dir, "ckpt-0") == 1);
+	CHECK(ckpt_start_path(dir, path, sizeof(path), &err) == 0);
+	CHECK(ckpt_load(path, &b, &err) == 0 && same_state(&b, &s));
+	ckpt_state_free(&b);
+
+	/* origin: written on the loop's pool, read back for this model and
+	 * seed only. */
+	REQUIRE(uv_loop_init(&loop) == 0);
+	CHECK(origin_save(&loop, dir, &a.spec, a.d, 42, a.x, &err) == 0);
+	CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0);
+	CHECK(origin_load(dir, &a.spec, a.d, 42, &x, &err) == 0 && x != NULL &&
+	    memcmp(x, a.x, a.d * sizeof(float)) == 0);
+	free(x);
+	CHECK(origin_load(dir, &a.spec, a.d, 43, &x, &err) == -EINVAL && x == NULL);
+	CHECK(strstr(err.msg, "seed 42, not 43") != NULL);
+	s.spec.sizes[1] = 3;
+	s.d = model_spec_nparams(&s.spec);
+	CHECK(origin_load(dir, &s.spec, s.d, 42, &x, &err) == -EINVAL && x == NULL);
+	origin_drop(dir);
+	CHECK(origin_load(dir, &a.spec, a.d, 42, &x, &err) == -ENOENT && x == NULL);
+	CHECK(count_files(dir, "ckpt-0") == 1);
+	origin_drop(dir);
+	CHECK(uv_loop_close(&loop) == 0);
+	ckpt_state_free(&a);
+	ckpt_state_free(&s);
+	rm_tree(dir);
+}
+
 static const struct check_case cases[] = {
 	{ "ckpt_roundtrip", test_roundtrip },
 	{ "ckpt_latest_and_keep", test_latest_and_keep },
 	{ "ckpt_corruption", test_corruption },
 	{ "ckpt_unwritable", test_unwritable },
 	{ "ckpt_clean", test_clean },
+	{ "ckpt_start", test_start },
 	{ NULL, NULL }
 };
 

@@ -569,23 +569,36 @@ shifted(struct model *m, const float *x, float shift)
  * came is not behind; one that sends that start model (stale) is, and is
  * suspect after three slices, before trust has a quorum to judge
  * distances by. A responder whose training starts later (at step 7:
- * resumed or joined) has no start to measure from and judges no ways. */
+ * resumed or joined) has no start to measure from and judges no ways,
+ * unless it kept the job's start (origin.h) and is given it. */
 static void
-behind_from(uint64_t ready_step)
+behind_from(uint64_t ready_step, int kept)
 {
 	const struct trust_member *e;
 	struct trust *t;
 	float *b0;
-	int judged = ready_step == 0;
+	int judged = ready_step == 0 || kept;
 
 	setup(GOSSIP_DENSE, GOSSIP_FP32, 1.0, "40-20-10", "40-20-10");
 	REQUIRE(trust_new(&(struct trust_params){ 2.0 }, &t) == 0);
 	gossip_set_trust(peers[1].g, t);
-	/* As a resumed peer: ready with its model, then told the step its
-	 * training starts at. */
-	gossip_set_ready(peers[1].g, 1);
-	gossip_start_at(peers[1].g, ready_step);
-	b0 = snap(peers[1].m);
+	if (kept) {
+		/* In the daemon's order: not ready, the step, the kept start,
+		 * ready. */
+		b0 = snap(peers[1].m);
+		gossip_set_ready(peers[1].g, 0);
+		gossip_start_at(peers[1].g, ready_step);
+		CHECK(gossip_set_origin(peers[1].g, b0) == 0);
+		gossip_set_ready(peers[1].g, 1);
+		CHECK(gossip_origin(peers[1].g) != NULL);
+	} else {
+		/* As a resumed peer: ready with its model, then told the step
+		 * its training starts at. */
+		gossip_set_ready(peers[1].g, 1);
+		gossip_start_at(peers[1].g, ready_step);
+		b0 = snap(peers[1].m);
+		CHECK((gossip_origin(peers[1].g) != NULL) == judged);
+	}
 	for (int k = 0; k < 6; k++) {
 		shifted(peers[1].m, b0, 0.5f);
 		shifted(peers[0].m, b0, k < 3 ? 0.6f : 0.0f);
@@ -609,8 +622,9 @@ behind_from(uint64_t ready_step)
 static void
 test_behind(void)
 {
-	behind_from(0);
-	behind_from(7);
+	behind_from(0, 0);
+	behind_from(7, 0);
+	behind_from(7, 1);
 }
 
 /* Peer 0's training is over: its slices, asked for (its REQ) or answered
