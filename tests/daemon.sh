@@ -136,7 +136,7 @@ grep -q "in use" "$FLEET_DIR/dup.log" || fleet_fail "no 'in use' reason: $(cat "
 fleet_wait_exit a 30
 rc=$?
 [ $rc -eq 0 ] || fleet_fail "peer exited $rc after leave: $(tail -5 "$FLEET_DIR/a.log")"
-last=$(ls "$FLEET_DIR/ck" | sort | tail -1)
+last=$(cd "$FLEET_DIR/ck" && ls ckpt-*.gdc | sort | tail -1)
 step=$(grep -o 'done: [0-9]*' "$FLEET_DIR/a.log" | grep -o '[0-9]*')
 [ "$last" = "$(printf 'ckpt-%012d.gdc' "$step")" ] || fleet_fail "final checkpoint $last is not at step $step"
 [ ! -e "$S" ] || fleet_fail "socket left behind"
