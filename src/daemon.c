@@ -254,7 +254,7 @@ daemon_start_training(struct daemon *d, uint64_t start_step, int fresh)
 
 	daemon_set_state(d, PEER_TRAINING);
 	rounds_start_at(d->rounds, start_step);
-	if (d->start_x != NULL && d->rounds != NULL) {
+	if (d->start_x != NULL) {
 		int rc = rounds_set_origin(d->rounds, d->start_x);
 
 		if (rc < 0)

@@ -94,8 +94,6 @@ origin_load(const char *dir, const struct model_spec *spec, size_t d, uint64_t s
 	*x = NULL;
 	if ((rc = ckpt_start_path(dir, path, sizeof(path), err)) < 0)
 		return rc;
-	if (access(path, F_OK) != 0)
-		return errbuf_set(err, -errno, "%s: %s", path, strerror(errno));
 	if ((rc = ckpt_load(path, &st, err)) < 0)
 		return rc;
 	if (!model_spec_equal(&st.spec, spec) || st.d != d)

@@ -472,7 +472,7 @@ rounds_start_at(struct rounds *r, uint64_t step)
 int
 rounds_set_origin(struct rounds *r, const float *x)
 {
-	return gossip_set_origin(r->gossip, x);
+	return r != NULL ? gossip_set_origin(r->gossip, x) : -EINVAL;
 }
 
 const float *
