@@ -538,14 +538,16 @@ gossip_ways(const struct gossip *g, const struct gossip_scratch *sc, size_t n,
 	sl->cos = tt > 0 ? mt / sqrt(mm * tt) : 0;
 }
 
-/* What trust (trust.h) says of a slice that passed the bounds (flags:
- * its message's, GOSSIP_WIRE_*): pulled in to its radius and weighed by
- * its sender's trust, in place (*rms with it), or refused as a suspect's. */
+/* What trust (trust.h) says of a slice that passed the bounds (flags and
+ * step: its message's, GOSSIP_WIRE_*): pulled in to its radius and
+ * weighed by its sender's trust, in place (*rms with it), or refused as a
+ * suspect's. */
 static enum gossip_refusal
 gossip_trust(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *from,
-    unsigned flags, double now, double *rms)
+    unsigned flags, uint64_t step, double now, double *rms)
 {
-	struct trust_slice sl = { .rms = *rms, .trained = !!(flags & GOSSIP_WIRE_TRAINED) };
+	struct trust_slice sl = { .rms = *rms, .trained = !!(flags & GOSSIP_WIRE_TRAINED),
+	    .step = step, .own_step = g->ops.step(g->ops.arg) };
 	double keep;
 	int was, is;
 
@@ -578,7 +580,7 @@ gossip_trust(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *
  * distance). */
 static enum gossip_refusal
 gossip_vet(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *from,
-    unsigned flags, double now, double *rms, double *own_rms)
+    unsigned flags, uint64_t step, double now, double *rms, double *own_rms)
 {
 	double sum = 0, own = 0, scale;
 
@@ -597,7 +599,7 @@ gossip_vet(struct gossip *g, struct gossip_scratch *sc, size_t n, const char *fr
 		return gossip_refuse(g, from, now, GOSSIP_REFUSE_FAR);
 	if (*rms / scale > g->far_ratio_max)
 		g->far_ratio_max = *rms / scale;
-	return gossip_trust(g, sc, n, from, flags, now, rms);
+	return gossip_trust(g, sc, n, from, flags, step, now, rms);
 }
 
 static double
@@ -838,7 +840,7 @@ gossip_on_req(struct gossip *g, double now, const char *from, const uint8_t *buf
 	 * that lies far only for a while (it started first, or ran ahead) is
 	 * pulled back by our values and comes back near, where a refusal
 	 * would leave it training alone, ever farther and ever suspect. */
-	mix = gossip_vet(g, &g->serve, q.count, from, q.flags, now, &rms, &own_rms);
+	mix = gossip_vet(g, &g->serve, q.count, from, q.flags, q.step, now, &rms, &own_rms);
 	if (mix != GOSSIP_REFUSE_N && mix != GOSSIP_REFUSE_SUSPECT) {
 		gossip_reply_status(g, from, q.nonce, GOSSIP_REPLY_REFUSED);
 		return;
@@ -904,7 +906,7 @@ gossip_on_reply(struct gossip *g, double now, const char *from, const uint8_t *b
 		return;
 	}
 	gossip_values_get(g->own.theirs, r.vals, r.count, g->p.values);
-	if (gossip_vet(g, &g->own, r.count, from, r.flags, now, &rms, &own_rms) !=
+	if (gossip_vet(g, &g->own, r.count, from, r.flags, r.step, now, &rms, &own_rms) !=
 	    GOSSIP_REFUSE_N ||
 	    model_average_in(g->m, g->own.mask.r, g->own.mask.n, g->own.theirs) < 0) {
 		g->failed++;

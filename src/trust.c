@@ -21,6 +21,21 @@
 /* Votes the median needs before it is trusted: with fewer, one bad
  * member would be half of them. */
 #define TRUST_QUORUM 3
+/* A vote cast at step s has lapsed once this peer's step passes
+ * TRUST_VOTE_SPAN x s, and counts at no less than the newer votes' median
+ * (trust.h: models walk apart over a fresh job's first steps, and older
+ * votes measured less of it). */
+#define TRUST_VOTE_SPAN 2
+/* A slice whose sender's step and this peer's differ by more than 1 /
+ * TRUST_STAGGER_GAP of the larger may lie where a start seconds apart
+ * puts it (trust.h), for TRUST_STAGGER seconds after its sender's first:
+ * within this peer's way, or the sender's where it came farther, up to
+ * TRUST_STAGGER_AHEAD times this peer's. A zeroed model lies at the
+ * weights' magnitude, several times the way of a job's first steps
+ * (tests/robust.sh: 2.4-7x). */
+#define TRUST_STAGGER_GAP 4
+#define TRUST_STAGGER 30.0
+#define TRUST_STAGGER_AHEAD 2.0
 /* Weight of a new slice in the suspicion EWMA: a member that sends only
  * bad slices is suspect after three, one good slice in four keeps an
  * honest member well below TRUST_SUSPECT. */
@@ -46,6 +61,7 @@ struct trust {
 	struct trust_params p;
 	struct trust_member m[TRUST_CAP];
 	size_t n;
+	uint64_t step;            /* this peer's, as its latest slice told */
 	uint64_t clipped;
 	int frozen;               /* training over (trust_freeze): median holds */
 	double median;            /* the votes' median then; < 0 no quorum */
@@ -88,7 +104,7 @@ trust_find(const struct trust *t, const char *addr)
 /* addr's record, made on first sight; a full table gives up its least
  * suspicious record, the longest unseen among equals. */
 static struct trust_member *
-trust_get(struct trust *t, const char *addr)
+trust_get(struct trust *t, const char *addr, double now)
 {
 	struct trust_member *e = trust_find(t, addr);
 
@@ -106,7 +122,8 @@ trust_get(struct trust *t, const char *addr)
 				e = &t->m[i];
 		}
 	}
-	*e = (struct trust_member){ .distance = -1, .last_trained = -1, .seen = -1 };
+	*e = (struct trust_member){ .distance = -1, .last_trained = -1, .seen = -1,
+	    .first = now };
 	snprintf(e->addr, sizeof(e->addr), "%s", addr);
 	return e;
 }
@@ -119,21 +136,48 @@ trust_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The median of the fresh votes at now; < 0 without a quorum. */
+/* The median of v[0..k), sorted in place. */
+static double
+trust_median_of(double *v, size_t k)
+{
+	qsort(v, k, sizeof(*v), trust_cmp);
+	return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
+/* Was e's vote cast before this peer's step was half what it is now? */
+static int
+trust_lapsed(const struct trust *t, const struct trust_member *e)
+{
+	return e->voted_at < t->step / TRUST_VOTE_SPAN;
+}
+
+/* The median of the fresh votes at now; < 0 without a quorum. A lapsed
+ * vote counts at no less than the median of the others (trust.h). */
 static double
 trust_median(const struct trust *t, double now)
 {
-	double v[TRUST_CAP];
-	size_t k = 0;
+	double v[TRUST_CAP], cur = -1;
+	size_t k = 0, lapsed = 0;
 
 	for (size_t i = 0; i < t->n; i++) {
-		if (t->m[i].distance >= 0 && now - t->m[i].seen <= TRUST_FRESH)
-			v[k++] = t->m[i].distance;
+		const struct trust_member *e = &t->m[i];
+
+		if (e->distance >= 0 && now - e->seen <= TRUST_FRESH && !trust_lapsed(t, e))
+			v[k++] = e->distance;
+	}
+	if (k > 0)
+		cur = trust_median_of(v, k);
+	for (size_t i = 0; i < t->n; i++) {
+		const struct trust_member *e = &t->m[i];
+
+		if (e->distance >= 0 && now - e->seen <= TRUST_FRESH && trust_lapsed(t, e)) {
+			v[k++] = fmax(e->distance, cur);
+			lapsed++;
+		}
 	}
 	if (k < TRUST_QUORUM)
 		return -1;
-	qsort(v, k, sizeof(*v), trust_cmp);
-	return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+	return lapsed > 0 ? trust_median_of(v, k) : cur;
 }
 
 double
@@ -192,6 +236,17 @@ trust_ramp(double x, double ok, double bad)
 	return x >= ok ? 0 : x <= bad ? 1 : (ok - x) / (ok - bad);
 }
 
+/* May slice s from e lie where a start seconds apart puts it (trust.h)? */
+static int
+trust_staggered(const struct trust_member *e, double now, const struct trust_slice *s)
+{
+	uint64_t lo = s->step < s->own_step ? s->step : s->own_step;
+	uint64_t hi = s->step < s->own_step ? s->own_step : s->step;
+
+	return now - e->first < TRUST_STAGGER && hi - lo > hi / TRUST_STAGGER_GAP &&
+	    s->way > 0 && s->rms <= s->way * fmin(TRUST_STAGGER_AHEAD, fmax(1, s->ratio));
+}
+
 /* The badness of slice s's way (trust.h): < 0 when it is not judged. */
 static double
 trust_behind(const struct trust_slice *s)
@@ -210,16 +265,21 @@ trust_observe(struct trust *t, const char *addr, double now, const struct trust_
 
 	if (t->p.factor <= 0)
 		return 0;
-	e = trust_get(t, addr);
+	e = trust_get(t, addr, now);
 	if (!s->trained)
 		e->last_trained = s->rms;
 	e->distance = fmax(s->rms, e->last_trained);
 	e->seen = now;
+	e->voted_at = s->own_step;
+	if (s->own_step > t->step)
+		t->step = s->own_step;
 	e->slices++;
 	if (s->radius > 0 && s->rms > s->radius) {
 		e->clipped++;
 		t->clipped++;
 	}
+	if (trust_staggered(e, now, s))
+		return e->suspicion >= TRUST_SUSPECT;
 	behind = trust_behind(s);
 	if (behind >= 0.5)
 		e->behind++;
@@ -234,7 +294,7 @@ trust_refused(struct trust *t, const char *addr, double now)
 
 	if (t->p.factor <= 0)
 		return;
-	e = trust_get(t, addr);
+	e = trust_get(t, addr, now);
 	e->seen = now;
 	e->refused++;
 	trust_note(e, 1);

@@ -24,7 +24,17 @@
  * values, or sending often, cannot widen it (self-centred clipping as in
  * ClippedGossip, arXiv 2202.01545, with the radius taken from the honest
  * spread); once this peer's training is over, the median of then
- * (trust_freeze). The vote of a member whose own training is over (its
+ * (trust_freeze). Lately is within TRUST_FRESH seconds; a vote cast
+ * when this peer's step was less than half what it is now counts at no
+ * less than the median of the newer ones. Models of a fresh job start
+ * alike and walk apart over their first hundred steps or so, and votes
+ * from step 4 put the radius of step 16 below an honest member's
+ * distance; floored rather than dropped, so that a member heard from
+ * rarely (a zeroed one the others no longer choose) still makes the
+ * quorum. The floor is the price: while most votes have lapsed (a job's
+ * first steps, a peer's step doubled by a catch-up), members heard from
+ * since set it, a faulty one among few of them too, until the others are
+ * heard from again. The vote of a member whose own training is over (its
  * slices say so: struct trust_slice's trained) is never below the one it
  * cast while it last trained: closers agree ever more closely, and their
  * closing distances, counted as they were, drew the radius in below an
@@ -34,6 +44,19 @@
  * Floored, not left out: a joiner among members that linger after their
  * training has only their votes, and its own drift from them is the
  * spread to judge them by.
+ *
+ * Peers of a fresh job start seconds apart, so in its first steps a
+ * member that started earlier or later lies farther than the others and
+ * has come more or less way, honestly. A slice whose sender's step (its
+ * message tells it) differs from this peer's by more than a quarter of
+ * the larger, and that lies within the ways the two models came from the
+ * start (rms at most way x max(1, ratio), the ratio counted up to 2: a
+ * zeroed model lies at the weights' magnitude, far outside), is not
+ * judged in the first TRUST_STAGGER seconds after this peer first heard
+ * from its sender: a member that lies about its step gains that much and
+ * no more, its slices voting and clipped meanwhile as any. Both rules
+ * came from a 4-peer job's first second on a busy host, where one run in
+ * ten had a peer suspect an honest member (gossipd(8), FAULTS).
  *
  * A received slice beyond the radius is pulled in to it before it is
  * mixed, so one exchange moves this peer at most radius / 2, and the move
@@ -76,6 +99,8 @@ struct trust_member {
 	 * training is over; < 0 none */
 	double last_trained;
 	double seen;            /* when that slice came */
+	uint64_t voted_at;      /* this peer's step then */
+	double first;           /* when its first slice came */
 	double suspicion;       /* [0, 1] */
 	/* slices received, beyond the radius, behind (the way's badness
 	 * 0.5 or more), refused */
@@ -89,8 +114,9 @@ void trust_free(struct trust *t);
 void trust_set_params(struct trust *t, const struct trust_params *p);
 
 /* The clipping radius at now: factor x the median latest distance of the
- * members heard from within TRUST_FRESH seconds; < 0 (no clipping) while
- * fewer than TRUST_QUORUM such members are known, or with trust off. */
+ * members heard from within TRUST_FRESH seconds (a vote from before half
+ * this peer's step floored, above); < 0 (no clipping) while fewer than
+ * TRUST_QUORUM such members are known, or with trust off. */
 double trust_radius(const struct trust *t, double now);
 /* The radius's factor (trust_params); 0 with trust off. */
 double trust_factor(const struct trust *t);
@@ -115,6 +141,9 @@ struct trust_slice {
 	/* Its sender's training is over (gossip_wire's GOSSIP_WIRE_TRAINED):
 	 * its vote is floored (trust.h). */
 	int trained;
+	/* The sender's step as its message told it, and this peer's; both 0
+	 * where slices carry no step (shares) */
+	uint64_t step, own_step;
 };
 
 /* Updates addr's record with slice s and returns 1 when addr is now

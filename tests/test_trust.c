@@ -40,7 +40,19 @@ static int
 obs_way(struct trust *t, const char *a, double rms, double radius, double way, double ratio,
     double cos)
 {
-	return trust_observe(t, a, 0, &(struct trust_slice){ rms, radius, way, ratio, cos, 0 });
+	return trust_observe(t, a, 0, &(struct trust_slice){ .rms = rms, .radius = radius,
+	    .way = way, .ratio = ratio, .cos = cos });
+}
+
+/* A slice rms away at now from a member that told step, this peer at
+ * own_step, whose ways are way and ratio (cosine 0.9). */
+static int
+obs_step(struct trust *t, const char *a, double now, double rms, double way, double ratio,
+    uint64_t step, uint64_t own_step)
+{
+	return trust_observe(t, a, now, &(struct trust_slice){ .rms = rms,
+	    .radius = trust_radius(t, now), .way = way, .ratio = ratio, .cos = 0.9,
+	    .step = step, .own_step = own_step });
 }
 
 /* A slice rms away from a member whose training is over. */
@@ -79,6 +91,114 @@ test_radius(void)
 	obs(t, addr(0), 100, 1.0, -1);
 	obs(t, addr(3), 100, 1000.0, -1);
 	CHECK(trust_radius(t, 100) < 0);
+	trust_free(t);
+}
+
+/* A vote cast at less than half this peer's step counts at no less than
+ * the median of the others: the distances of a fresh job's first steps
+ * are smaller than later ones, and a radius drawn from them shunned
+ * honest members; a member heard from rarely still keeps the quorum. */
+static void
+test_vote_span(void)
+{
+	struct trust *t = mk(2);
+	int bad = 0;
+
+	for (int i = 0; i < 3; i++)
+		obs_step(t, addr(i), 0, 1.0, 0, 0, 4, 4);
+	CHECKF(fabs(trust_radius(t, 0) - 2.0) < 1e-12, "radius %g", trust_radius(t, 0));
+	/* step 9: those votes count as they are, with the new one */
+	obs_step(t, addr(3), 0, 3.0, 0, 0, 9, 9);
+	CHECKF(fabs(trust_radius(t, 0) - 2.0) < 1e-12, "radius %g", trust_radius(t, 0));
+	/* step 10: they count as the new one, 3.0; with them as they were,
+	 * 2.9 was far (three in a row: suspect) */
+	obs_step(t, addr(3), 0, 3.0, 0, 0, 10, 10);
+	CHECKF(fabs(trust_radius(t, 0) - 6.0) < 1e-12, "radius %g", trust_radius(t, 0));
+	for (int k = 0; k < 5; k++)
+		bad |= obs_step(t, addr(4), 0, 2.9, 0, 0, 10, 10);
+	CHECK(!bad && trust_member(t, addr(4))->suspicion == 0);
+	/* votes 2.5, 2.9, 3.0 of step 10 and two lapsed ones at their 2.9 */
+	obs_step(t, addr(0), 0, 2.5, 0, 0, 10, 10);
+	CHECKF(fabs(trust_radius(t, 0) - 5.8) < 1e-12, "radius %g", trust_radius(t, 0));
+	trust_free(t);
+	/* a zeroed member heard from at step 40 keeps its (large) vote at
+	 * step 100: the quorum holds and its slices are judged far */
+	t = mk(2);
+	obs_step(t, addr(2), 0, 50.0, 0, 0, 40, 40);
+	for (int i = 0; i < 2; i++)
+		obs_step(t, addr(i), 0, 1.0, 0, 0, 100, 100);
+	CHECKF(fabs(trust_radius(t, 0) - 2.0) < 1e-12, "radius %g", trust_radius(t, 0));
+	for (int k = 0; k < 3; k++)
+		bad = obs_step(t, addr(2), 0, 50.0, 0, 0, 100, 100);
+	CHECK(bad);
+	trust_free(t);
+	/* slices without steps (shares) vote as ever */
+	t = mk(2);
+	for (int i = 0; i < 3; i++)
+		obs(t, addr(i), 0, 1.0, -1);
+	CHECKF(fabs(trust_radius(t, 0) - 2.0) < 1e-12, "radius %g", trust_radius(t, 0));
+	trust_free(t);
+}
+
+/* A trust whose three members 0-2 voted 1.0 at step 100, at time 0. */
+static struct trust *
+mk_voted(void)
+{
+	struct trust *t = mk(2);
+
+	for (int i = 0; i < 3; i++)
+		obs_step(t, addr(i), 0, 1.0, 0, 0, 100, 100);
+	return t;
+}
+
+/* Slices from member 3 like the given one until it is suspect; how many
+ * it took (11: never within 10). */
+static int
+stagger_slices(double rms, double ratio, uint64_t step)
+{
+	struct trust *t = mk_voted();
+	int k;
+
+	for (k = 1; k <= 10; k++)
+		if (obs_step(t, addr(3), 1, rms, 2.0, ratio, step, 100))
+			break;
+	trust_free(t);
+	return k;
+}
+
+/* Peers that started apart: a member whose step differs from this peer's
+ * by more than a quarter, within the ways the start explains, is not
+ * judged for TRUST_STAGGER (30) s after its first slice; a zeroed model
+ * (far outside its way), one with steps alike, or the same slices after
+ * 30 s are. This peer has come way 2.0 from the start. */
+static void
+test_stagger(void)
+{
+	struct trust *t;
+	int k, bad = 0;
+
+	/* started later: steps 60 to 100, 1.9 away (far), way ratio 0.2
+	 * (behind): within this peer's way */
+	CHECKF((k = stagger_slices(1.9, 0.2, 60)) == 11, "late starter suspect after %d", k);
+	/* started earlier: ahead by 1.6 times the way, 2.5 away (beyond the
+	 * radius), within 1.6 x 2 */
+	CHECKF((k = stagger_slices(2.5, 1.6, 160)) == 11, "early starter suspect after %d", k);
+	/* a zeroed model, ahead or behind: its ratio counts up to 2 */
+	CHECKF((k = stagger_slices(4.5, 5.0, 160)) == 3, "zeroed, ahead: suspect after %d", k);
+	CHECKF((k = stagger_slices(4.5, 5.0, 60)) == 3, "zeroed, behind: suspect after %d", k);
+	/* the late starter's slices from a member whose step is within a
+	 * quarter of this peer's */
+	CHECKF((k = stagger_slices(1.9, 0.2, 76)) <= 4, "steps alike: suspect after %d", k);
+	/* ... or 30 s after its first slice */
+	t = mk_voted();
+	obs_step(t, addr(3), 0, 1.9, 2.0, 0.2, 60, 100);
+	CHECK(trust_member(t, addr(3))->suspicion == 0);
+	for (k = 1; k <= 10 && !bad; k++) {
+		for (int i = 0; i < 3; i++)
+			obs_step(t, addr(i), 30, 1.0, 0, 0, 100, 100);
+		bad = obs_step(t, addr(3), 30, 1.9, 2.0, 0.2, 60, 100);
+	}
+	CHECKF(bad && k - 1 <= 4, "late starter after 30 s: suspect after %d slices", k - 1);
 	trust_free(t);
 }
 
@@ -346,6 +466,8 @@ test_off(void)
 
 static const struct check_case cases[] = {
 	{ "trust_radius", test_radius },
+	{ "trust_vote_span", test_vote_span },
+	{ "trust_stagger", test_stagger },
 	{ "trust_suspect", test_suspect },
 	{ "trust_refused_and_rejoin", test_refused_and_rejoin },
 	{ "trust_suspects_text", test_suspects_text },
