@@ -254,13 +254,19 @@ daemon_start_training(struct daemon *d, uint64_t start_step, int fresh)
 
 	daemon_set_state(d, PEER_TRAINING);
 	rounds_start_at(d->rounds, start_step);
-	if (d->start_x != NULL) {
+	/* From step 0 the origin is the model at ready (gossip.c). */
+	if (d->start_x != NULL && start_step > 0) {
 		int rc = rounds_set_origin(d->rounds, d->start_x);
 
 		if (rc < 0)
-			log_warn("resume: the job's start model cannot be used (%s): trust judges "
+			log_warn("start: the job's start model cannot be used (%s): trust judges "
 			    "no ways", strerror(-rc));
-		d->start_kept = 1;
+		else if (d->start_regen)
+			log_info("start: trust judges the members' ways from the job's start "
+			    "model, regenerated from the model spec and seed");
+		/* A regenerated start is kept beside the checkpoints at ready. */
+		if (!d->start_regen)
+			d->start_kept = 1;
 	}
 	free(d->start_x);
 	d->start_x = NULL;

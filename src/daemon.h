@@ -59,7 +59,11 @@ struct daemon {
 	uv_async_t wake;
 	uv_signal_t signals[3];        /* SIGTERM, SIGINT: leave; SIGCONT */
 	struct commands_pending *pending;
-	float *start_x;                /* the job's start model a resume loaded (origin.h) */
+	/* The job's start model for a peer that starts past step 0: the one a
+	 * resume loaded (origin.h), or the built-in trainer's, regenerated
+	 * (start_regen: server.c) */
+	float *start_x;
+	int start_regen;
 	int start_kept;                /* this start's start model is settled (daemon_keep_start) */
 	int trained;                   /* the trainer reported DONE or FAILED */
 	int exit_code;

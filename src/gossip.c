@@ -9,9 +9,9 @@
  * no allocation per exchange once warm, and serving a REQ while an own
  * exchange is in flight cannot clobber the mask that exchange will need.
  * The job's start model (its origin, d floats; for a peer that resumed
- * or joined later none, or the one kept beside its checkpoints: origin.h)
- * stays too, for trust to measure the ways from it of both sides of a
- * slice (trust.h).
+ * or joined later the one kept beside its checkpoints, origin.h, or the
+ * built-in trainer's made again, server.c; else none) stays too, for
+ * trust to measure the ways from it of both sides of a slice (trust.h).
  */
 #include "gossip.h"
 

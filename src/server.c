@@ -338,6 +338,29 @@ server_open_transport(struct daemon *d, struct errbuf *err)
 	return 0;
 }
 
+/* The built-in trainer's model starts as a pure function of its spec and
+ * the job's seed (model.h), so a peer that starts past step 0, resumed or
+ * pulled by a joiner, keeps that start as it is made, for trust to judge
+ * the members' ways from (gossip.c) as the peers that started with the job
+ * do. A peer given another seed than its job's regenerates another start,
+ * from which every way looks alike: it judges no member behind, and no
+ * worse. One without --listen has nobody to judge. */
+static void
+server_builtin_start(struct daemon *d)
+{
+	struct model_range whole = { 0, d->model->d };
+
+	if (d->cfg.listen == NULL || d->model->d == 0 ||
+	    (d->start_x = malloc(d->model->d * sizeof(float))) == NULL)
+		return;
+	if (model_gather(d->model, &whole, 1, d->start_x) < 0) {
+		free(d->start_x);
+		d->start_x = NULL;
+		return;
+	}
+	d->start_regen = 1;
+}
+
 /* The built-in trainer: its data, its model, the trainer thread (not yet
  * started). Data and a model that does not fit it are usage errors, a
  * device that fails a runtime one. */
@@ -375,6 +398,7 @@ server_open_builtin(struct daemon *d, struct errbuf *err)
 		rc = errbuf_set(err, rc, "device %s: %s", d->cfg.device, why.msg);
 		goto fail;
 	}
+	server_builtin_start(d);
 	/* From here the data are the trainer's, whatever happens. */
 	if ((rc = train_new(&d->cfg, d->model, &train, &test, shard, n, &hooks, &t, err)) < 0)
 		return rc;
@@ -388,22 +412,31 @@ fail:
 	return rc;
 }
 
-/* A resumed peer judges ways from the job's start if it kept it (origin.h);
- * one without --listen has nobody to judge. */
+/* A resumed peer judges ways from the job's start if it kept it (origin.h),
+ * or has it regenerated (server_builtin_start); one without --listen has
+ * nobody to judge. */
 static void
 server_resume_start(struct daemon *d)
 {
 	struct errbuf why = { "" };
+	float *kept = NULL;
 	int rc;
 
 	if (d->cfg.listen == NULL)
 		return;
 	rc = origin_load(d->cfg.checkpoint_dir, &d->model->spec, d->model->d, d->cfg.seed,
-	    &d->start_x, &why);
-	if (rc == 0)
+	    &kept, &why);
+	if (rc == 0) {
+		free(d->start_x);
+		d->start_x = kept;
+		d->start_regen = 0;
 		log_info("resume: the job's start model is kept in %s: trust judges the "
 		    "members' ways from it", d->cfg.checkpoint_dir);
-	else if (rc == -ENOENT)
+	} else if (d->start_x != NULL) {
+		/* regenerated: daemon_start_training says so */
+		if (rc != -ENOENT)
+			log_warn("resume: %s", why.msg);
+	} else if (rc == -ENOENT)
 		log_info("resume: no start model kept in %s (this peer joined the job, or its "
 		    "checkpoints are older): trust judges no ways", d->cfg.checkpoint_dir);
 	else

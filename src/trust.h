@@ -10,7 +10,7 @@
  *
  * Behind: the caller (gossip) keeps the job's start model and measures,
  * on the slice, the member's way from there against its own (none for a
- * peer that resumed or joined later: gossip.c says why): a
+ * peer that resumed or joined later without it: gossip.c says why): a
  * stale model (the start, never trained) has come no way, a negated one
  * (2 start - x) went back, and either lies within the radius while the
  * models have moved little against their spread, so distance cannot see

@@ -19,8 +19,9 @@
 # kept start a resumed peer has no origin and judges by distance alone: it
 # counts no slice behind (with the start files removed before the
 # restart: "p0 suspects p3 but counts none of its slices behind", some 50
-# s on, the stale member's distance grown as the job trained). The
-# members train at 100 steps a second, long enough for both parts.
+# s on, the stale member's distance grown as the job trained). Last, a
+# healthy joiner must judge both the same way (below). The members train
+# at 100 steps a second, long enough for all three parts.
 . "$(dirname "$0")/fleet.sh"
 fleet_need_data
 fleet_keygen "$FLEET_DIR/key"
@@ -106,7 +107,35 @@ done
 judge "resumed"
 fleet_ok "the job restarted whole: every resumed healthy peer suspects both again"
 
-for i in 0 1 2 3 4; do fleet_ctl "p$i" leave >/dev/null || true; done
+# A joiner (built-in trainer) pulls the job's model but regenerates its
+# start from the model spec and seed, so it judges ways as the peers that
+# started with the job do: without, it judged no ways, only distances,
+# and counted no slice behind.
+fleet_port port
+addrs+=("127.0.0.1:$port")
+fleet_gossipd p5 --listen "${addrs[5]}" --key-file "$FLEET_DIR/key" --join "${addrs[0]}" \
+	--shard 0/5 --epochs 40 --max-step-rate 100 --eval-samples 500 --linger yes --seed 1
+fleet_wait_log p5 "start: trust judges the members' ways from the job's start model, regenerated" \
+	"judge ways from the regenerated start" 30
+n=0
+for f in 3 4; do
+	until s=$(look p5 "${addrs[f]}" suspicion) && [ -n "$s" ] && [ "$s" != null ] &&
+		$PYTHON -c "import sys; sys.exit(0 if $s >= 0.5 else 1)"; do
+		n=$((n + 1))
+		[ $n -gt 600 ] && fleet_fail "the joiner does not suspect p$f within 120 s"
+		sleep 0.2
+	done
+	b=$(look p5 "${addrs[f]}" behind)
+	[ "${b:-0}" -gt 0 ] || fleet_fail "the joiner suspects p$f but counts none of its slices behind"
+done
+for j in 0 1 2; do
+	s=$(look p5 "${addrs[j]}" suspicion)
+	$PYTHON -c "import sys; sys.exit(0 if ${s:-0} < 0.5 else 1)" ||
+		fleet_fail "the joiner suspects the healthy p$j ($s)"
+done
+fleet_ok "a joiner suspects both, their slices behind, from the start it regenerated"
+
+for i in 0 1 2 3 4 5; do fleet_ctl "p$i" leave >/dev/null || true; done
 for i in 0 1 2; do
 	fleet_wait_exit "p$i" 60 || fleet_fail "healthy peer $i exited non-zero"
 	line=$(grep "trust: suspects at exit" "$FLEET_LOGS/p$i.log") ||
