@@ -32,7 +32,10 @@
  * within this peer's way, or the sender's where it came farther, up to
  * TRUST_STAGGER_AHEAD times this peer's. A zeroed model lies at the
  * weights' magnitude, several times the way of a job's first steps
- * (tests/robust.sh: 2.4-7x). */
+ * (tests/robust.sh: 2.4-7x). Behind, it must have come a quarter of the
+ * way its steps give (lo / hi of this peer's) at least: a stale model
+ * comes none (ratios 0.01-0.04), and a late starter honestly 0.19 at
+ * steps 10 to 24. */
 #define TRUST_STAGGER_GAP 4
 #define TRUST_STAGGER 30.0
 #define TRUST_STAGGER_AHEAD 2.0
@@ -244,7 +247,8 @@ trust_staggered(const struct trust_member *e, double now, const struct trust_sli
 	uint64_t hi = s->step < s->own_step ? s->own_step : s->step;
 
 	return now - e->first < TRUST_STAGGER && hi - lo > hi / TRUST_STAGGER_GAP &&
-	    s->way > 0 && s->rms <= s->way * fmin(TRUST_STAGGER_AHEAD, fmax(1, s->ratio));
+	    s->way > 0 && s->rms <= s->way * fmin(TRUST_STAGGER_AHEAD, fmax(1, s->ratio)) &&
+	    s->ratio * (double)hi * TRUST_STAGGER_GAP >= (double)lo;
 }
 
 /* The badness of slice s's way (trust.h): < 0 when it is not judged. */

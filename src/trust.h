@@ -51,7 +51,9 @@
  * message tells it) differs from this peer's by more than a quarter of
  * the larger, and that lies within the ways the two models came from the
  * start (rms at most way x max(1, ratio), the ratio counted up to 2: a
- * zeroed model lies at the weights' magnitude, far outside), is not
+ * zeroed model lies at the weights' magnitude, far outside), and that
+ * has come at least a quarter of the way its steps give (a stale model
+ * comes none), is not
  * judged in the first TRUST_STAGGER seconds after this peer first heard
  * from its sender: a member that lies about its step gains that much and
  * no more, its slices voting and clipped meanwhile as any. Both rules

@@ -186,6 +186,9 @@ test_stagger(void)
 	/* a zeroed model, ahead or behind: its ratio counts up to 2 */
 	CHECKF((k = stagger_slices(4.5, 5.0, 160)) == 3, "zeroed, ahead: suspect after %d", k);
 	CHECKF((k = stagger_slices(4.5, 5.0, 60)) == 3, "zeroed, behind: suspect after %d", k);
+	/* a stale model started late: its way comes to no quarter of what
+	 * its steps give */
+	CHECKF((k = stagger_slices(2.0, 0.02, 60)) == 3, "stale, behind: suspect after %d", k);
 	/* the late starter's slices from a member whose step is within a
 	 * quarter of this peer's */
 	CHECKF((k = stagger_slices(1.9, 0.2, 76)) <= 4, "steps alike: suspect after %d", k);
