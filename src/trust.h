@@ -53,12 +53,12 @@
  * start (rms at most way x max(1, ratio), the ratio counted up to 2: a
  * zeroed model lies at the weights' magnitude, far outside), and that
  * has come at least a quarter of the way its steps give (a stale model
- * comes none), is not
- * judged in the first TRUST_STAGGER seconds after this peer first heard
- * from its sender: a member that lies about its step gains that much and
- * no more, its slices voting and clipped meanwhile as any. Both rules
- * came from a 4-peer job's first second on a busy host, where one run in
- * ten had a peer suspect an honest member (gossipd(8), FAULTS).
+ * comes none), is not judged in the first TRUST_STAGGER seconds after
+ * this peer first heard from its sender: a member that lies about its
+ * step gains that much and no more, its slices voting and clipped
+ * meanwhile as any. Both rules came from a 4-peer job's first second on a
+ * busy host, where one run in six had a peer suspect an honest member
+ * (gossipd(8), FAULTS).
  *
  * A received slice beyond the radius is pulled in to it before it is
  * mixed, so one exchange moves this peer at most radius / 2, and the move
