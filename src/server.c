@@ -344,14 +344,16 @@ server_open_transport(struct daemon *d, struct errbuf *err)
  * the members' ways from (gossip.c) as the peers that started with the job
  * do. A peer given another seed than its job's regenerates another start,
  * from which every way looks alike: it judges no member behind, and no
- * worse. One without --listen has nobody to judge. */
+ * worse. One without --listen has nobody to judge, and one with neither
+ * --join nor --resume starts at step 0, where the model at ready is the
+ * origin (gossip.c). */
 static void
 server_builtin_start(struct daemon *d)
 {
 	struct model_range whole = { 0, d->model->d };
 
-	if (d->cfg.listen == NULL || d->model->d == 0 ||
-	    (d->start_x = malloc(d->model->d * sizeof(float))) == NULL)
+	if (d->cfg.listen == NULL || (d->cfg.join == NULL && !d->cfg.resume) ||
+	    d->model->d == 0 || (d->start_x = malloc(d->model->d * sizeof(float))) == NULL)
 		return;
 	if (model_gather(d->model, &whole, 1, d->start_x) < 0) {
 		free(d->start_x);

@@ -147,6 +147,13 @@ trust_median_of(double *v, size_t k)
 	return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
 }
 
+/* Has e a vote at now (a distance heard within TRUST_FRESH)? */
+static int
+trust_voting(const struct trust_member *e, double now)
+{
+	return e->distance >= 0 && now - e->seen <= TRUST_FRESH;
+}
+
 /* Was e's vote cast before this peer's step was half what it is now? */
 static int
 trust_lapsed(const struct trust *t, const struct trust_member *e)
@@ -165,7 +172,7 @@ trust_median(const struct trust *t, double now)
 	for (size_t i = 0; i < t->n; i++) {
 		const struct trust_member *e = &t->m[i];
 
-		if (e->distance >= 0 && now - e->seen <= TRUST_FRESH && !trust_lapsed(t, e))
+		if (trust_voting(e, now) && !trust_lapsed(t, e))
 			v[k++] = e->distance;
 	}
 	if (k > 0)
@@ -173,7 +180,7 @@ trust_median(const struct trust *t, double now)
 	for (size_t i = 0; i < t->n; i++) {
 		const struct trust_member *e = &t->m[i];
 
-		if (e->distance >= 0 && now - e->seen <= TRUST_FRESH && trust_lapsed(t, e)) {
+		if (trust_voting(e, now) && trust_lapsed(t, e)) {
 			v[k++] = fmax(e->distance, cur);
 			lapsed++;
 		}
