@@ -314,12 +314,15 @@ class Shares:
         x = torch.nn.utils.parameters_to_vector(self.peers[i].parameters())
         e = self.residual[i]
         # --decay-lr: what the residual holds was learnt at the rate of
-        # the last round; rescaled to this one's
-        lr = lm.lr_at(a, step)
-        f = lr / self.lr[i] if a.decay_lr and self.lr[i] else 1.0
-        if a.decay_down:
-            f = min(f, 1.0)
-        self.lr[i] = lr
+        # the last round; rescaled to this one's (the schedule is the
+        # transformer's: cnn_mix.py's share rule takes no --decay-lr)
+        f = 1.0
+        if a.decay_lr:
+            lr = lm.lr_at(a, step)
+            f = lr / self.lr[i] if self.lr[i] else 1.0
+            if a.decay_down:
+                f = min(f, 1.0)
+            self.lr[i] = lr
         # x - anchor is the moves since the last round plus the --keep
         # share of the residual; the decay applies to the residual alone
         e.mul_(a.decay * f - a.keep).add_(x - self.anchor[i])

@@ -110,6 +110,8 @@ def main():
     mix.check_mix_args(ap, a)
     if a.stop < 0:
         ap.error("want --stop >= 0")
+    if a.decay_lr:
+        ap.error("--decay-lr follows the transformer's schedule, not this CNN's")
     torch.set_num_threads(a.threads)
     x, y = cnn.load(a.data, "train")
     tx, ty = cnn.load(a.data, "t10k")
