@@ -61,7 +61,11 @@ It prints the validation loss of peer 0 and of the peers' mean model every
 --eval-every steps, on charlm.sh's windows, for setting beside charlm.sh's
 DDP figures at equal steps (the same model, data and schedule).
 
-    charlm_mix.py --mix all --every 1 [training options as charlm.sh's]
+    charlm_mix.py --mix all --every 1
+
+Its training settings default to charlm.sh's (400 steps, warm-up 40,
+context 64; the rest are torch_charlm.py's defaults, which charlm.sh
+keeps), so the figures below need no more options than they name.
 
 Bytes per peer against DDP's ring all-reduce (4 peers: 1.5 times the
 model a step in fp32), at int8 with one byte of index gap per value:
@@ -697,6 +701,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     lm.add_training_args(ap)
+    # charlm.sh's settings where they are not torch_charlm.py's defaults,
+    # so that every figure here sits beside charlm.sh's DDP as it is run
+    ap.set_defaults(steps=400, warmup=40, context=64)
     add_mix_args(ap)
     a = ap.parse_args()
     check_mix_args(ap, a)
