@@ -9,6 +9,15 @@
  * previous reply, queued or not, so a process that stages the vector to a
  * GPU knows whether to copy it back.
  *
+ * An evaluation (gossipd-attach(7), "evaluate") puts the job's model in
+ * the vector, in a mode whose members share one, and keeps the process's
+ * own here until "train" puts it back: what a loop evaluates is then
+ * what the job learnt, as under DDP, not its own last few steps, and
+ * its training goes on from where it was. Mixes that land meanwhile
+ * queue as at any time the process holds the vector; as increments they
+ * apply as well to the own model put back. A process that steps without
+ * "train" trained on the job's model: its own is let go.
+ *
  * Checkpoints copy the vector at a boundary (or whenever the daemon owns
  * it) and write the copy on libuv's thread pool, so the loop never waits
  * for a disk; one write at a time, and requests made meanwhile are served
@@ -68,6 +77,8 @@ struct attach {
 	double last_news;         /* last progress notification of a step */
 	int stall_logged;
 	int optimizer;            /* enum optimizer_kind it named; auto: none yet */
+	float *own;               /* the process's model while it evaluates the job's */
+	int evaluating;           /* own holds it */
 
 	struct train_progress p;  /* as the process reports it */
 	double started;
@@ -249,6 +260,7 @@ attach_free(void *impl)
 	if (a->fd >= 0)
 		close(a->fd);
 	ckpt_state_free(&a->snap);
+	free(a->own);
 	free(a);
 }
 
@@ -502,6 +514,7 @@ attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 	if ((*reply = attach_report_refusal(req, &a->p)) != NULL)
 		return CONTROL_REPLIED;
 	n = (uint64_t)json_integer_value(json_object_get(req, "step"));
+	a->evaluating = 0;
 	if ((rc = model_release(a->m)) < 0)
 		log_error("applying queued mixes: %s", strerror(-rc));
 	a->holding = 1;
@@ -569,6 +582,7 @@ attach_let_go(struct attach *a, const char *how)
 	a->client = 0;
 	a->state = ATTACH_DETACHED;
 	a->holding = 0;
+	a->evaluating = 0;
 	a->held_since = 0;
 	if ((rc = model_release(a->m)) < 0)
 		log_error("applying queued mixes: %s", strerror(-rc));
@@ -579,6 +593,72 @@ attach_let_go(struct attach *a, const char *how)
 	if (a->stop)
 		attach_final(a);
 	attach_notify(a);
+}
+
+/* Why the process may not hand the vector over now; NULL: it may. */
+static const char *
+attach_cannot_hand(const struct attach *a, uint64_t client)
+{
+	if (a->state != ATTACH_ATTACHED || client != a->client)
+		return "not attached on this connection (send attach first)";
+	if (a->holding)
+		return "the previous step has not been answered yet";
+	if (!a->has_model)
+		return "no model yet: send the first step first";
+	return NULL;
+}
+
+/* The job's model in the vector for an evaluation, the process's own
+ * kept (see the top); "job_model" false where there is none (another
+ * mode, no model yet, closing) and the vector is as it was. */
+static int
+attach_on_evaluate(struct attach *a, uint64_t client, json_t *req, json_t **reply)
+{
+	const char *why = attach_cannot_hand(a, client);
+	uint64_t mixes;
+	int rc;
+
+	(void)req;
+	if (why != NULL) {
+		*reply = control_error("evaluate: %s", why);
+		return CONTROL_REPLIED;
+	}
+	if (!a->evaluating && a->h.job_model(a->h.arg, NULL, a->d) == 0) {
+		if (a->own == NULL)
+			a->own = xcalloc(a->d, sizeof(float));
+		/* What landed since the boundary goes into the own model first:
+		 * the job's model has it already. */
+		if ((rc = model_release(a->m)) < 0)
+			log_error("applying queued mixes: %s", strerror(-rc));
+		memcpy(a->own, a->mem, a->d * sizeof(float));
+		a->evaluating = a->h.job_model(a->h.arg, a->mem, a->d) == 0;
+		model_hold(a->m);
+	}
+	mixes = model_mixes(a->m);
+	*reply = json_pack("{s:b, s:b, s:I}", "ok", 1, "job_model", a->evaluating, "mixed",
+	    (json_int_t)(mixes - a->mixes_told));
+	a->mixes_told = mixes;
+	return CONTROL_REPLIED;
+}
+
+/* The process's own model back after an evaluation ("restored" false
+ * when none was kept: no evaluate, or a step since). */
+static int
+attach_on_train(struct attach *a, uint64_t client, json_t *req, json_t **reply)
+{
+	const char *why = attach_cannot_hand(a, client);
+	int restored = a->evaluating;
+
+	(void)req;
+	if (why != NULL) {
+		*reply = control_error("train: %s", why);
+		return CONTROL_REPLIED;
+	}
+	if (restored)
+		memcpy(a->mem, a->own, a->d * sizeof(float));
+	a->evaluating = 0;
+	*reply = json_pack("{s:b, s:b}", "ok", 1, "restored", restored);
+	return CONTROL_REPLIED;
 }
 
 static int
@@ -785,6 +865,8 @@ static const struct {
 } attach_commands[] = {
 	{ "attach", attach_on_attach },
 	{ "step", attach_on_step },
+	{ "evaluate", attach_on_evaluate },
+	{ "train", attach_on_train },
 	{ "detach", attach_on_detach },
 };
 

@@ -55,6 +55,10 @@ struct attach_hooks {
 	void (*waited)(void *arg, double seconds); /* a held step reply went out */
 	/* the process named its optimizer (enum optimizer_kind), or another */
 	void (*optimizer)(void *arg, int kind);
+	/* The job's model into out (d floats; NULL: only whether there is
+	 * one) for an evaluation, in a mode whose members share one; a
+	 * negative errno where there is none. */
+	int (*job_model)(void *arg, float *out, size_t d);
 	void *arg;
 };
 
@@ -68,7 +72,7 @@ int attach_new(const struct config *cfg, struct model *m, struct control *ctl,
  * its start op finds the vector holding the job's model at a step (a
  * joiner's pull is done, and the attach that waited for it is answered),
  * or waits for a first process to bring it; its command op serves
- * attach, step and detach; its stop op takes the final checkpoint at the
+ * attach, step, evaluate, train and detach; its stop op takes the final checkpoint at the
  * process's next boundary (or now, or after ATTACH_BOUNDARY_WAIT_MS), then
  * reports DONE. A checkpoint that waits for the process's next boundary
  * fails after ATTACH_BOUNDARY_WAIT_MS, and is written at once if the

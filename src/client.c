@@ -746,6 +746,45 @@ out:
 	return rc;
 }
 
+/* A request named cmd whose reply's boolean key says what it did: 1 or 0,
+ * or a negative errno. */
+static int
+client_flag_request(struct gd_client *c, const char *cmd, const char *key, char *err,
+    size_t errlen)
+{
+	struct client_reply r = { 0 };
+	json_t *v;
+	int rc;
+
+	if ((rc = client_check(c, err, errlen)) < 0)
+		return rc;
+	if ((rc = client_request(c, json_pack("{s:s}", "cmd", cmd), c->timeout_ms, &r, NULL,
+	    err, errlen)) < 0)
+		goto out;
+	v = json_object_get(r.json, key);
+	if (!json_is_boolean(v)) {
+		rc = client_lose(c, err, errlen, -EPROTO, "gossipd at %s answered %s without "
+		    "\"%s\"", c->path, cmd, key);
+		goto out;
+	}
+	rc = json_is_true(v);
+out:
+	client_reply_clear(&r);
+	return rc;
+}
+
+int
+gd_client_evaluate(struct gd_client *c, char *err, size_t errlen)
+{
+	return client_flag_request(c, "evaluate", "job_model", err, errlen);
+}
+
+int
+gd_client_train(struct gd_client *c, char *err, size_t errlen)
+{
+	return client_flag_request(c, "train", "restored", err, errlen);
+}
+
 int
 gd_client_status(struct gd_client *c, char **json, char *err, size_t errlen)
 {

@@ -390,6 +390,18 @@ commands_do_step(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
 }
 
 static int
+commands_do_evaluate(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
+{
+	return commands_trainer(d, client, "evaluate", req, reply);
+}
+
+static int
+commands_do_train(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
+{
+	return commands_trainer(d, client, "train", req, reply);
+}
+
+static int
 commands_do_detach(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
 {
 	return commands_trainer(d, client, "detach", req, reply);

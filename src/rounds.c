@@ -890,6 +890,15 @@ rounds_share_weight(struct rounds *r, int kind)
 	return use;
 }
 
+int
+rounds_job_model(const struct rounds *r, float *out, size_t d)
+{
+	if (r == NULL || !gossip_mode_row(r->cfg->mode)->shares || r->closing.active ||
+	    r->closing.ended)
+		return -ENOENT;
+	return share_job_model(r->share, out, d);
+}
+
 void
 rounds_set_optimizer(struct rounds *r, int kind)
 {

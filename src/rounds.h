@@ -110,6 +110,11 @@ void rounds_set_ready(struct rounds *r, int ready);
  * optimizer_kind, sgd or adaptive): mode share weighs shares by it unless
  * the optimizer key names one (share.h), and says so in the log. */
 void rounds_set_optimizer(struct rounds *r, int kind);
+/* The job's model into out (d floats; NULL: only whether there is one),
+ * in a mode whose members share one (share_job_model); -ENOENT in another
+ * mode, before the job's model or once closing, whose pairwise mixes
+ * leave no such model. */
+int rounds_job_model(const struct rounds *r, float *out, size_t d);
 /* The trainer took a step: start a round if one is due. */
 void rounds_on_step(struct rounds *r, double now);
 /* Training starts at step (rounds count from there). */

@@ -554,6 +554,14 @@ server_attach_optimizer(void *arg, int kind)
 	rounds_set_optimizer(d->rounds, kind);
 }
 
+static int
+server_attach_job_model(void *arg, float *out, size_t n)
+{
+	struct daemon *d = arg;
+
+	return rounds_job_model(d->rounds, out, n);
+}
+
 static void
 server_trainer_gone(struct control *ctl, uint64_t client, void *arg)
 {
@@ -569,7 +577,7 @@ server_open_attach(struct daemon *d, struct errbuf *err)
 {
 	struct attach_hooks hooks = { daemon_notify, server_attach_bound,
 	    server_attach_ready, server_attach_step, server_attach_held, server_attach_waited,
-	    server_attach_optimizer, d };
+	    server_attach_optimizer, server_attach_job_model, d };
 	struct attach *a;
 	int rc;
 

@@ -155,6 +155,16 @@ share_anchor(struct share *s, struct model *m)
 	return 0;
 }
 
+int
+share_job_model(const struct share *s, float *out, size_t d)
+{
+	if (!s->anchored || s->d != d)
+		return -ENOENT;
+	if (out != NULL)
+		memcpy(out, s->anchor, d * sizeof(float));
+	return 0;
+}
+
 /* The top density of |e| into idx, sorted, with e's values in vals. */
 static size_t
 share_select(struct share *s, double density)

@@ -145,6 +145,11 @@ int share_anchor(struct share *s, struct model *m);
 int share_round(struct share *s, struct model *m, const struct share_params *p, size_t n,
     size_t *count);
 const uint8_t *share_message(const struct share *s, size_t i, size_t *len);
+/* The anchor into out (d floats; NULL: only whether there is one): the
+ * job's model as this peer knows it, what an attached process evaluates
+ * (gossipd-attach(7), "evaluate"). -ENOENT before the first anchor or
+ * for another d. */
+int share_job_model(const struct share *s, float *out, size_t d);
 /* Every share, own and received, goes in times lr / n (lr 1 when never
  * set), or with adaptive times lr / sqrt(n): see above. */
 void share_set_weight(struct share *s, double lr, int adaptive);

@@ -214,6 +214,16 @@ check leave '[.[] | select(.event == "stopped")][0].stop' "no stop after leave"
 fleet_wait_exit c 30 || fleet_fail "c did not exit 0 after leave: $(fleet_tail c 3)"
 fleet_ok "a process told c to leave; its next step said stop and c exited 0"
 
+# --- an evaluation of the job's model (mode share, a peer alone: no mix
+# lands in between) and the own model back ---
+fleet_job "e" --trainer external --mode share --interval 4
+run ev -s "$FLEET_DIR/e.sock" --params $N --steps 6 --evaluate ||
+	fleet_fail "evaluate: $(tail -n 3 "$FLEET_DIR/ev.out")"
+check ev '[.[] | select(.event == "evaluate")][0] | .job_model == 1 and .restored == 1 and
+	.seen != .own and .back == .own' "gd_client_evaluate did not show the job's model, or gd_client_train not the own back"
+clean ev
+fleet_ok "gd_client_evaluate shows the job's model, gd_client_train puts the own back"
+
 # --- no peer at all ---
 run none -s "$FLEET_DIR/none.sock" --params $N && fleet_fail "attached to nothing"
 ev none error .message | grep -q "is gossipd running" || fleet_fail "no peer: $(ev none error .message)"

@@ -20,6 +20,10 @@
  *                  descriptor, and shows it cannot be grown, shrunk,
  *                  written past its end or resealed
  *   --status       prints the peer's status reply after its steps
+ *   --evaluate     after its steps, asks for the job's model
+ *                  (gd_client_evaluate), then its own back
+ *                  (gd_client_train), hashing the vector before, between
+ *                  and after
  *   --leave        tells the peer to leave after its steps and steps on
  *                  until a reply says stop
  *
@@ -64,6 +68,7 @@ struct ac_opts {
 	int close_early;
 	int write_past;
 	int status;
+	int evaluate;
 	int leave;
 	int from;
 	const char *optimizer;
@@ -423,7 +428,7 @@ ac_usage(FILE *f)
 {
 	fprintf(f, "Usage: attach_client -s SOCKET [--params N] [--steps K] [--sleep-ms MS]\n"
 	    "       [--seed S] [--timeout-ms MS] [--hold S] [--close-early] [--write-past]\n"
-	    "       [--status] [--leave] [--from] [--optimizer KIND]\n");
+	    "       [--status] [--evaluate] [--leave] [--from] [--optimizer KIND]\n");
 }
 
 static int
@@ -440,6 +445,7 @@ ac_parse(int argc, char **argv, struct ac_opts *o)
 		{ "close-early", no_argument, NULL, 'C' },
 		{ "write-past", no_argument, NULL, 'W' },
 		{ "status", no_argument, NULL, 'S' },
+		{ "evaluate", no_argument, NULL, 'E' },
 		{ "leave", no_argument, NULL, 'L' },
 		{ "from", no_argument, NULL, 'F' },
 		{ "optimizer", required_argument, NULL, 'O' },
@@ -461,6 +467,7 @@ ac_parse(int argc, char **argv, struct ac_opts *o)
 		case 'C': o->close_early = 1; break;
 		case 'W': o->write_past = 1; break;
 		case 'S': o->status = 1; break;
+		case 'E': o->evaluate = 1; break;
 		case 'L': o->leave = 1; break;
 		case 'F': o->from = 1; break;
 		case 'O': o->optimizer = optarg; break;
@@ -580,6 +587,23 @@ main(int argc, char **argv)
 		mixed += rc;
 		printf("{\"event\":\"step\",\"step\":%" PRIu64 ",\"mixed\":%d,\"loss\":%.9g,"
 		    "\"stop\":%s}\n", step, rc, mapped ? loss : 0.0, stop ? "true" : "false");
+	}
+	if (o.evaluate) {
+		uint64_t own = ac_hash(w, n), seen;
+		int job;
+
+		if ((job = gd_client_evaluate(c, err, sizeof(err))) < 0) {
+			ac_fail("evaluate", job, err);
+			goto out;
+		}
+		seen = ac_hash(w, n);
+		if ((rc = gd_client_train(c, err, sizeof(err))) < 0) {
+			ac_fail("train", rc, err);
+			goto out;
+		}
+		printf("{\"event\":\"evaluate\",\"job_model\":%d,\"restored\":%d,\"own\":\"%016"
+		    PRIx64 "\",\"seen\":\"%016" PRIx64 "\",\"back\":\"%016" PRIx64 "\"}\n", job, rc,
+		    own, seen, ac_hash(w, n));
 	}
 	if (o.status) {
 		char *s = NULL;

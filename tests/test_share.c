@@ -136,6 +136,38 @@ test_mean(void)
 	teardown();
 }
 
+/* The job's model is the anchor: none before one, then every share
+ * applied, not a peer's own steps since its round. */
+static void
+test_job_model(void)
+{
+	struct share_params sp = { GOSSIP_FP32, 1.0, 1000 };
+	struct share *fresh;
+	float job[D];
+
+	REQUIRE(share_new(&fresh) == 0);
+	CHECK(share_job_model(fresh, job, D) == -ENOENT);
+	CHECK(share_job_model(fresh, NULL, D) == -ENOENT);
+	share_free(fresh);
+	setup();
+	CHECK(share_job_model(s[0], job, D + 1) == -ENOENT);
+	CHECK(share_job_model(s[0], NULL, D) == 0);
+	for (int p = 0; p < P; p++)
+		train(p);
+	for (int p = 0; p < P; p++)
+		round_of(p, &sp);
+	train(0);
+	REQUIRE(share_job_model(s[0], job, D) == 0);
+	for (int i = 0; i < D; i++) {
+		float want = (float)i / D + (move(0, i) + move(1, i) + move(2, i)) / P;
+
+		CHECKF(fabsf(job[i] - want) <= 1e-6f, "job[%d] = %g, want %g", i, job[i], want);
+		CHECKF(fabsf(mem[0][i] - (want + move(0, i))) <= 1e-6f, "x[%d] = %g", i,
+		    mem[0][i]);
+	}
+	teardown();
+}
+
 /* An outer lr of 1.5: every peer ends at the start plus 1.5 times the
  * mean move, its own share taken at that rate too. */
 static void
@@ -461,6 +493,7 @@ test_clip(void)
 
 static const struct check_case cases[] = {
 	{ "share_mean", test_mean },
+	{ "share_job_model", test_job_model },
 	{ "share_lr", test_lr },
 	{ "share_residual_pieces", test_residual_pieces },
 	{ "share_int8", test_int8 },

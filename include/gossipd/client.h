@@ -153,6 +153,22 @@ int gd_client_set_optimizer(struct gd_client *c, const char *kind, char *err, si
 int gd_client_step(struct gd_client *c, uint64_t step, const struct gd_client_report *report,
     int *stop, char *err, size_t errlen);
 
+/*
+ * An evaluation (gossipd-attach(7), "evaluate"): where the peer's mode
+ * keeps one model for the whole job (mode share), the vector becomes that
+ * model, the caller's own kept by the peer until gd_client_train, so that
+ * what the caller evaluates is what the job learnt. Returns 1 when it did;
+ * 0 when the mode has none (another mode, no model yet, the closing
+ * phase): the vector is as it was; or a negative errno. Calling it again before
+ * gd_client_train changes nothing. A gd_client_step in between lets the
+ * own model go: the caller trained on the job's.
+ */
+int gd_client_evaluate(struct gd_client *c, char *err, size_t errlen);
+
+/* Puts the caller's own model back after gd_client_evaluate: 1 when it
+ * did, 0 when there was none to put back, or a negative errno. */
+int gd_client_train(struct gd_client *c, char *err, size_t errlen);
+
 /* The peer's status reply, one JSON object ({"ok":true,...}) without its
  * newline, in *json (malloc'd: the caller frees it). */
 int gd_client_status(struct gd_client *c, char **json, char *err, size_t errlen);

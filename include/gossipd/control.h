@@ -51,6 +51,8 @@
 #define GD_ATTACH_COMMANDS(X) \
 	X(attach, "", "share the model's vector with this training process") \
 	X(step, "", "a step boundary: apply queued mixes, then go on") \
+	X(evaluate, "", "the job's model in the vector for an evaluation, the process's kept") \
+	X(train, "", "the process's own model back after an evaluation") \
 	X(detach, "", "the training process lets go of the vector")
 
 /* Reads a row's ARGUMENTS: the next field name, lower-cased into field

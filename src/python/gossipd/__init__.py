@@ -46,6 +46,23 @@ are the very ones the job started from (every process seeded alike) is
 answered fresh and keeps them, and its peer pulls nothing (while the
 member that started the job is within its first 100 steps).
 
+Evaluation: where the peer's mode keeps one model for the whole job (mode
+share: every member holds it, each process's own steps since its last round
+on top; gossipd(8), SHARE), the model's first forward in eval mode
+(``model.eval()``) computes with the job's model, as every DDP rank does
+with the one model, and the first forward back in training mode
+(``model.train()``), or ``step()`` after it, puts this process's own back,
+so training goes on exactly where it was. The daemon keeps the own model
+meanwhile (one float per parameter) and applies nothing to the job's; it is
+the model of the peer's last round, up to the round's interval of steps
+behind. Where there is none (pairwise modes, before the peer holds a model,
+the closing phase) eval mode computes with the process's own model as
+before. A loop that goes on training in eval mode trains on from the job's
+model (its own last steps are let go at its next step). A model evaluated
+some other way (a forward under ``torch.no_grad()`` in training mode, a
+submodule's forward) sees the process's own. A model closed in eval mode
+keeps the job's values. ``attach(..., evaluate="own")`` turns this off.
+
 By default optimizer state is not shared: momentum and Adam's moments stay in
 this process and are not averaged. After a mix a parameter keeps its local
 momentum, which steers it on as before; a process that attaches again starts
@@ -291,10 +308,14 @@ class Peer:
     """
 
     def __init__(self, model, socket=None, job="default", buffers=False, name=None,
-                 timeout=DEFAULT_TIMEOUT, optimizer=None):
+                 timeout=DEFAULT_TIMEOUT, optimizer=None, evaluate="job"):
         import torch
 
+        if evaluate not in ("job", "own"):
+            raise ValueError("evaluate=%r: want \"job\" or \"own\"" % (evaluate,))
         self._model = model
+        self._evaluating = None
+        self._hook = None
         self._buffers = buffers
         self._optimizer = optimizer
         if optimizer is not None:
@@ -354,6 +375,8 @@ class Peer:
             self._optimizer_kind = _optimizer_kind(model, optimizer)
             self._optimizer_looked = self._optimizer_kind is not None
             self._boundary(self.step_count, stage_out=False, optimizer=self._optimizer_kind)
+            if evaluate == "job":
+                self._hook = model.register_forward_pre_hook(self._forward_pre)
         except BaseException:
             self._drop()
             raise
@@ -402,10 +425,9 @@ class Peer:
                            "longer shares gossipd's memory: attach again after changing "
                            "the model" % name)
 
-    def _boundary(self, n, stage_out=True, optimizer=None, **numbers):
-        """Sends step N (with the optimizer's kind and the optional numbers
-        that are set) and returns the reply; for a CUDA model, stages the
-        parameters through the host memory around it."""
+    def _hand_over(self, stage_out=True):
+        """Checks that the model still shares the memory and, for a CUDA
+        model, stages its parameters out to it; returns its tensors."""
         import torch
 
         self._check_open()
@@ -423,16 +445,52 @@ class Peer:
             for i, t in enumerate(tensors):
                 if t.data_ptr() != self._expect[i]:
                     raise self._moved(i)
+        return tensors
+
+    def _take_back(self, tensors, changed):
+        """After a reply that CHANGED the memory, a CUDA model reads it back."""
+        import torch
+
+        if self._cuda and changed:
+            with torch.no_grad():
+                for t, v in zip(tensors, self._views):
+                    t.copy_(v)
+
+    def _own_back(self):
+        """The own model back after an evaluation of the job's."""
+        if self._evaluating == "job":
+            reply = self._request("train")
+            self._take_back(self._current(), reply.get("restored", False))
+        self._evaluating = None
+
+    def _forward_pre(self, module, args):
+        """Before each forward of the model: the first in eval mode puts the
+        job's model in place of this process's own (the daemon keeps the
+        own), the first back in training mode puts the own back."""
+        if self._conn is None or self.stopped:
+            return
+        if module.training:
+            self._own_back()
+        elif self._evaluating is None:
+            tensors = self._hand_over()
+            reply = self._request("evaluate")
+            self.mixes += reply.get("mixed", 0)
+            job = bool(reply.get("job_model"))
+            self._take_back(tensors, job or reply.get("mixed", 0) > 0)
+            self._evaluating = "job" if job else "own"
+
+    def _boundary(self, n, stage_out=True, optimizer=None, **numbers):
+        """Sends step N (with the optimizer's kind and the optional numbers
+        that are set) and returns the reply; for a CUDA model, stages the
+        parameters through the host memory around it."""
+        tensors = self._hand_over(stage_out)
         fields = {k: _number(v) for k, v in numbers.items() if v is not None}
         if optimizer is not None:
             fields["optimizer"] = optimizer
         reply = self._request("step", step=n,
                               **{k: v for k, v in fields.items() if v is not None})
         self.mixes += reply.get("mixed", 0)
-        if self._cuda and reply.get("mixed", 0) > 0:
-            with torch.no_grad():
-                for t, v in zip(tensors, self._views):
-                    t.copy_(v)
+        self._take_back(tensors, reply.get("mixed", 0) > 0)
         if reply.get("stop"):
             self.stopped = True
         self.step_count = n
@@ -452,6 +510,11 @@ class Peer:
         """
         if self.stopped:
             return False
+        # Back in training mode after an evaluation (model.train() with no
+        # forward yet): the own model first. Still in eval mode, the
+        # process trained on the job's model, which the step keeps.
+        if self._model.training:
+            self._own_back()
         kind = None
         if not self._optimizer_looked:
             self._optimizer_looked = True
@@ -499,6 +562,9 @@ class Peer:
         """Ends the attachment: copies the model out of the shared memory
         (while it is still this process's: before the detach request), then
         detaches and closes the connection."""
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
         flat = getattr(self, "_flat", None)
         if flat is not None and not self._cuda:
             lo, hi = flat.data_ptr(), flat.data_ptr() + 4 * flat.numel()
@@ -536,7 +602,7 @@ class Peer:
 
 
 def attach(model, socket=None, job="default", buffers=False, name=None,
-           timeout=DEFAULT_TIMEOUT, optimizer=None):
+           timeout=DEFAULT_TIMEOUT, optimizer=None, evaluate="job"):
     """Attaches MODEL (a torch.nn.Module with float32 parameters) to the
     gossipd peer whose control socket is SOCKET (default: JOB's default
     socket, as gossipctl's) and returns the Peer.
@@ -546,6 +612,9 @@ def attach(model, socket=None, job="default", buffers=False, name=None,
     momentum) each parameter's momentum buffer, become views of the memory
     the daemon shares: the daemon then averages momentum with the
     parameters, on the same coordinates.
+    EVALUATE "job" (the default) makes what the model computes in eval mode
+    the job's model where the daemon's mode has one (see Evaluation above);
+    "own" leaves this process's own model in place.
     NAME is shown in the peer's status. TIMEOUT bounds each wait for a reply
     (seconds; None waits for ever). A joining peer (gossipd --join) answers
     once it has pulled the job's model from its donors: attach waits for
@@ -554,4 +623,4 @@ def attach(model, socket=None, job="default", buffers=False, name=None,
     from the job's, the peer is leaving) or cannot be reached.
     """
     return Peer(model, socket=socket, job=job, buffers=buffers, name=name, timeout=timeout,
-                optimizer=optimizer)
+                optimizer=optimizer, evaluate=evaluate)
