@@ -166,6 +166,9 @@ def main():
     if a.mean_momentum and (a.mix == "ddp" or a.stagger or not a.momentum):
         ap.error("--mean-momentum wants SGD's momentum and one mix of every peer at once "
                  "(not ddp, no --stagger)")
+    if a.eval_anchor and (a.mix != "share" or not a.eval_first):
+        ap.error("--eval-anchor evaluates mode share's anchors where --eval-first evaluates "
+                 "(--mix share --eval-first)")
     torch.set_num_threads(a.threads)
     x, y = cnn.load(a.data, "train")
     tx, ty = cnn.load(a.data, "t10k")
