@@ -158,6 +158,25 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
   2.0093, no better. Nesterov's momentum 0.5 on the anchor's move of
   each round, --outer-lr 1 (the same steady weight, 2 / PEERS):
   2.5696 at step 100 (stopped).
+- The interval bounds it, not the density: the mean of all the models
+  every 4 steps, dense (all --every 4), 2.4925 / 2.2234 / 2.0858 /
+  2.0235 (1.043x) with --outer-lr 1 and 2.1260 with 1.5, where every
+  step it gives 1.027x and 1.011x: four steps' moves, less noisy than
+  one's, want a smaller weight than √n, and the 4% share with its error
+  feedback (2.0079) does better than the whole model. The share more
+  often at about the same bytes: every 3 steps on 4% (--decay 0.92,
+  about 130x fewer) 1.9998 (1.031x; the mean of the peers 1.9991), every
+  2 on 3% (--decay 0.95, about 115x) 2.0105 (1.037x). Each process's
+  learning rate doubled with the shares at the mean (--lr 0.004
+  --min-lr 0.0004 --outer-lr 1: DDP's step on noise taken in the
+  process instead of at the mix) 2.4518 / 2.1971 / 2.0642 / 2.0022
+  (1.032x); √2 each (--lr 0.002828 --min-lr 0.0002828 --outer-lr
+  1.414) 2.0152.
+- Nor the processes' AdamW states: every peer's moments set to their
+  mean at every round, an oracle (--mean-adam mv: dense and exact, two
+  vectors of the model's size a round), 2.4172 / 2.1894 / 2.0625 / 1.9909
+  (1.027x); the first moment alone (--mean-adam m) 2.4472 / 2.2154 /
+  2.0815 / 2.0154 (1.039x).
 - Another compressor, PowerSGD's (--mix lowrank --every 4): rank 4 (in
   fp32 about 39 times fewer values a round than the model; with fp16
   and n - 1 sends about as many bytes as the share above) 2.6794 at step
@@ -697,6 +716,18 @@ class Mixer:
                 outer_each(self.peers, self.anchors, self.pmoms, a.outer_lr, a.outer_momentum)
 
 
+@torch.no_grad()
+def mean_adam(peers, opts, which):
+    """--mean-adam: every peer's AdamW moments named by WHICH set to their mean."""
+    keys = ("exp_avg", "exp_avg_sq") if which == "mv" else ("exp_avg",)
+    for ps in zip(*[list(m.parameters()) for m in peers]):
+        for key in keys:
+            bufs = [o.state[p][key] for o, p in zip(opts, ps)]
+            mean = sum(bufs) / len(bufs)
+            for b in bufs:
+                b.copy_(mean)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -705,8 +736,14 @@ def main():
     # so that every figure here sits beside charlm.sh's DDP as it is run
     ap.set_defaults(steps=400, warmup=40, context=64)
     add_mix_args(ap)
+    ap.add_argument("--mean-adam", choices=("m", "mv"),
+                    help="every EVERY steps, after the mix, every peer's AdamW first "
+                    "moment (m) or both moments (mv) set to their mean (an oracle: dense "
+                    "and exact)")
     a = ap.parse_args()
     check_mix_args(ap, a)
+    if a.mean_adam and (a.mix == "ddp" or a.stagger):
+        ap.error("--mean-adam wants one mix of every peer at once (not ddp, no --stagger)")
     torch.set_num_threads(a.threads)
     train, val, vocab = lm.load_corpus(a.corpus)
     vx = lm.val_windows(val, a)
@@ -722,6 +759,8 @@ def main():
             for i, (m, opt) in enumerate(zip(peers, opts)):
                 local_step(m, opt, shards[i], 1000 * i + a.seed, a, step)
             mixer.after_step(step)
+            if a.mean_adam and (step + 1) % a.every == 0:
+                mean_adam(peers, opts, a.mean_adam)
         if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
             print("step %d val_loss peer0 %.4f mean %.4f" % (
                 step + 1, lm.evaluate(peers[0], vx, a.batch),

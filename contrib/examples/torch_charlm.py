@@ -328,6 +328,17 @@ def main():
         opt.step()
         step += 1
         losses.append(loss.item())
+        # gossipd: a step boundary, right after the optimizer's step as
+        # DDP's all-reduce is before it, so an evaluation of step S sees
+        # the mixes of step S; False when the peer is leaving.
+        if peer:
+            tp = time.perf_counter()
+            going = peer.step(loss=losses[-1], samples=args.batch)
+            peer_s += time.perf_counter() - tp
+            if not going:
+                if not args.json:
+                    print("the peer is leaving: training ends at step %d" % step, flush=True)
+                break
 
         if step == args.steps or (args.eval_every and step % args.eval_every == 0):
             te = time.perf_counter()
@@ -347,15 +358,6 @@ def main():
         elif not args.json and args.log_every and step % args.log_every == 0:
             print("step %d train loss %.4f" % (step, sum(losses[-args.log_every:]) /
                                                len(losses[-args.log_every:])), flush=True)
-        # gossipd: a step boundary; False when the peer is leaving.
-        if peer:
-            tp = time.perf_counter()
-            going = peer.step(loss=losses[-1] if losses else None, samples=args.batch)
-            peer_s += time.perf_counter() - tp
-            if not going:
-                if not args.json:
-                    print("the peer is leaving: training ends at step %d" % step, flush=True)
-                break
     took = time.perf_counter() - t0
 
     sent = mixes = None
