@@ -362,6 +362,24 @@ member_add_seed(struct member *m, const char *addr, double now)
 
 /* --- protocol ------------------------------------------------------------ */
 
+/* Ping e now; without an ack by the ping timeout others are asked to
+ * ping it, and without any by the period's end it is suspect. */
+static void
+probe_member(struct member *m, const struct mentry *e, double now)
+{
+	m->probe.active = 1;
+	m->probe.indirect_sent = 0;
+	snprintf(m->probe.target, sizeof(m->probe.target), "%s", e->addr);
+	m->probe.seq = m->next_seq++;
+	m->probe.sent = now;
+	m->probe.direct_deadline = now + eff(m, m->p.ping_timeout_ms);
+	m->probe.end = now + eff(m, m->p.period_ms);
+	m->c.probes++;
+	m->c.pings_sent++;
+	send_msg(m, e->addr, MEMBER_T_PING, m->probe.seq, NULL, 0, NULL, NULL);
+}
+
+/* The next live member in the probe order. */
 static void
 probe_start(struct member *m, double now)
 {
@@ -377,16 +395,24 @@ probe_start(struct member *m, double now)
 		if (!member_table_live(e))
 			e = NULL;
 	}
-	m->probe.active = 1;
-	m->probe.indirect_sent = 0;
-	snprintf(m->probe.target, sizeof(m->probe.target), "%s", e->addr);
-	m->probe.seq = m->next_seq++;
-	m->probe.sent = now;
-	m->probe.direct_deadline = now + eff(m, m->p.ping_timeout_ms);
-	m->probe.end = now + eff(m, m->p.period_ms);
-	m->c.probes++;
-	m->c.pings_sent++;
-	send_msg(m, e->addr, MEMBER_T_PING, m->probe.seq, NULL, 0, NULL, NULL);
+	probe_member(m, e, now);
+}
+
+/* The member asked for out of turn while another probe was in flight, if
+ * it is still alive: 1 if its probe started. */
+static int
+probe_asked(struct member *m, double now)
+{
+	struct mentry *e;
+
+	if (m->asked[0] == '\0')
+		return 0;
+	e = member_table_find(m, m->asked);
+	m->asked[0] = '\0';
+	if (e == NULL || e->state != MEMBER_ALIVE)
+		return 0;
+	probe_member(m, e, now);
+	return 1;
 }
 
 static void
@@ -444,6 +470,7 @@ on_ack(struct member *m, const char *from, uint32_t seq, double now)
 		m->probe.active = 0;
 		if (m->lh > 0)
 			m->lh--;
+		probe_asked(m, now);
 		return;
 	}
 	for (i = 0; i < MEMBER_MAX_RELAYS; i++) {
@@ -557,6 +584,21 @@ member_peer_down(struct member *m, double now, const char *addr)
 		return;
 	log_info("member: transport lost %s: suspect", addr);
 	member_table_set_state(m, e, MEMBER_SUSPECT, now);
+}
+
+int
+member_probe(struct member *m, double now, const char *addr)
+{
+	struct mentry *e = member_table_find(m, addr);
+
+	if (e == NULL || e == &m->e[0] || e->state != MEMBER_ALIVE || m->leaving)
+		return -ENOENT;
+	m->c.probes_asked++;
+	if (!m->probe.active)
+		probe_member(m, e, now);
+	else if (strcmp(m->probe.target, addr) != 0)
+		snprintf(m->asked, sizeof(m->asked), "%s", addr);
+	return 0;
 }
 
 static void
@@ -678,7 +720,7 @@ member_tick(struct member *m, double now)
 			probe_indirect(m);
 		if (m->probe.active && now >= m->probe.end)
 			probe_failed(m, now);
-		if (!m->probe.active && now >= m->next_probe) {
+		if (!m->probe.active && !probe_asked(m, now) && now >= m->next_probe) {
 			probe_start(m, now);
 			m->next_probe = now + eff(m, m->p.period_ms);
 		}
@@ -844,7 +886,7 @@ member_stats_json(const struct member *m, json_t *obj)
 	json_t *o;
 
 	o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-	    " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "pings_sent", (json_int_t)c->pings_sent,
 	    "pings_received", (json_int_t)c->pings_received,
 	    "acks_sent", (json_int_t)c->acks_sent,
@@ -855,6 +897,7 @@ member_stats_json(const struct member *m, json_t *obj)
 	    "probes", (json_int_t)c->probes,
 	    "probe_failures", (json_int_t)c->probe_failures,
 	    "indirect_successes", (json_int_t)c->indirect_successes,
+	    "probes_asked", (json_int_t)c->probes_asked,
 	    "suspicions", (json_int_t)c->suspicions,
 	    "deaths", (json_int_t)c->deaths,
 	    "deaths_declared", (json_int_t)c->deaths_declared,

@@ -108,6 +108,15 @@ void member_recv(struct member *m, double now, uint64_t sender,
 /* The transport gave up on addr: treat like a failed probe. */
 void member_peer_down(struct member *m, double now, const char *addr);
 
+/* Probe addr, a member alive in this peer's view, now rather than in its
+ * turn (after the probe in flight, if that is of another): a caller
+ * about to wait on it (an exchange over a link it never measured, whose
+ * deadline cannot be short) learns within a period whether it answers,
+ * instead of when its turn comes or another member's suspicion reaches
+ * this one (a first exchange with a peer frozen just then waited ~1 s
+ * at 32 peers). -ENOENT: not a live member other than this peer. */
+int member_probe(struct member *m, double now, const char *addr);
+
 /* Announce `left` to every member and stop probing. Done when each has
  * acknowledged or leave_ms passed (member_leave_done, then 1). */
 void member_leave(struct member *m, double now);

@@ -102,7 +102,7 @@ struct seed {
 struct member_counters {
 	uint64_t	pings_sent, pings_received, acks_sent, acks_received;
 	uint64_t	ping_reqs_sent, ping_reqs_received, relayed_acks;
-	uint64_t	probes, probe_failures, indirect_successes;
+	uint64_t	probes, probe_failures, indirect_successes, probes_asked;
 	uint64_t	suspicions, deaths, deaths_declared, lefts, joins;
 	uint64_t	refutations, updates_received, updates_sent;
 	uint64_t	syncs_sent, syncs_received, gossip_sent;
@@ -124,6 +124,9 @@ struct member {
 	size_t		*order;		/* probe order: indices into e */
 	size_t		norder, pos;
 	struct probe	probe;
+	/* asked to be probed out of turn (member_probe) once the probe in
+	 * flight ends; "" none */
+	char		asked[WIRE_ADDR_MAX + 1];
 	struct relay	relays[MEMBER_MAX_RELAYS];
 	struct seed	seeds[MEMBER_MAX_SEEDS];
 	size_t		nseeds;

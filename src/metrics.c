@@ -211,6 +211,8 @@ static const struct metric_def metric_defs[] = {
 	{ "membership", "indirect_successes", MK_NUMBER,
 	    "gossipd_membership_indirect_successes_total", C, NULL,
 	    "probes answered only through another member" },
+	{ "membership", "probes_asked", MK_NUMBER, "gossipd_membership_probes_asked_total", C,
+	    NULL, "probes asked for out of turn (a partner over a link never measured)" },
 	{ "membership", "suspicions", MK_NUMBER, "gossipd_membership_suspicions_total", C, NULL,
 	    "members marked suspect" },
 	{ "membership", "deaths", MK_NUMBER, "gossipd_membership_deaths_total", C, NULL,

@@ -194,15 +194,25 @@ rounds_patience(const struct select_link *l, double patience, double timeout)
 }
 
 /* Start an exchange with partner, waiting for it only as long as the link
- * needs (rounds_patience). */
+ * needs (rounds_patience). A link never measured has no time of its own,
+ * so the exchange may wait exchange_timeout: a partner frozen or killed
+ * just then held it until the job's suspicion of it reached this peer
+ * (~1 s at 32 peers, the soak's stalls). Membership probes such a partner
+ * at once, and its suspicion ends the exchange (rounds_partner_gone)
+ * within a probe period, while a live partner on a slow link answers the
+ * probe and keeps the long deadline. The probe goes first, ahead of the
+ * request on the link. */
 static int
 rounds_begin(struct rounds *r, double now, const char *partner)
 {
-	int rc = gossip_start(r->gossip, now, partner);
+	const struct select_link *l = select_link(r->select, partner);
+	int rc;
 
-	if (rc == 0)
-		gossip_set_deadline(r->gossip, now + rounds_patience(select_link(r->select,
-		    partner), r->cfg->exchange_patience, r->cfg->exchange_timeout));
+	if ((l == NULL || l->rtt <= 0) && r->ops.probe != NULL)
+		r->ops.probe(r->ops.arg, now, partner);
+	if ((rc = gossip_start(r->gossip, now, partner)) == 0)
+		gossip_set_deadline(r->gossip, now + rounds_patience(l,
+		    r->cfg->exchange_patience, r->cfg->exchange_timeout));
 	return rc;
 }
 

@@ -76,6 +76,9 @@ struct rounds_ops {
 	/* The job runs at step, ahead of this resumed peer: the trainer goes
 	 * on from there (trainer_catch_up; -ENOTSUP when it cannot). */
 	int (*catch_up)(void *arg, uint64_t step);
+	/* An exchange is about to wait on addr over a link never measured:
+	 * membership probes it now (member_probe). */
+	void (*probe)(void *arg, double now, const char *addr);
 	void *arg;
 };
 

@@ -168,6 +168,15 @@ server_peer_down(void *arg, const char *addr, uint64_t id, int status)
 
 /* rounds' calls into the peer (rounds.h). */
 static void
+server_rounds_probe(void *arg, double now, const char *addr)
+{
+	struct daemon *d = arg;
+
+	if (d->member != NULL && member_probe(d->member, now, addr) == 0)
+		daemon_member_schedule(d);
+}
+
+static void
 server_rounds_progress(void *arg, struct train_progress *p)
 {
 	daemon_progress(arg, p);
@@ -252,7 +261,7 @@ server_open_rounds(struct daemon *d, struct errbuf *err)
 	struct rounds_ops ops = { daemon_send, server_rounds_progress, server_rounds_live,
 	    server_rounds_bytes_sent, server_rounds_released, server_rounds_pulled,
 	    daemon_end_closing, server_rounds_schedule, daemon_no_job, server_rounds_catch_up,
-	    d };
+	    server_rounds_probe, d };
 	int rc;
 
 	if ((rc = rounds_new(&d->cfg, d->model, d->state == PEER_JOINING, &ops, &d->rounds,

@@ -930,6 +930,63 @@ test_rescue(void)
 	world_end();
 }
 
+/* node i's membership counter name */
+static long long
+counter(int i, const char *name)
+{
+	json_t *o = json_object();
+	long long v;
+
+	REQUIRE(o != NULL && member_stats_json(nodes[i].m, o) == 0);
+	v = json_integer_value(json_object_get(json_object_get(o, "membership"), name));
+	json_decref(o);
+	return v;
+}
+
+/* A probe asked for out of turn (an exchange about to wait on a partner
+ * over a link never measured) starts at once: a frozen member is suspect
+ * in the asker's own view one period later, whatever its turn in the
+ * order. One asked while a probe is in flight follows that probe; one of
+ * this peer, an unknown address or a member not alive is refused. */
+static void
+test_probe(void)
+{
+	double period = MEMBER_DEFAULT_PERIOD_MS / 1000.0, t;
+	long long failures;
+
+	for (int i = 0; i < 6; i++) {
+		node_start(i, 1000);
+		if (i > 0)
+			REQUIRE(member_add_seed(nodes[i].m, nodes[0].addr, now) == 0);
+	}
+	REQUIRE(until(all_agree, 10) >= 0);
+	/* between two of node 0's own probes, each answered */
+	while (nodes[0].m->probe.active)
+		step();
+	nodes[5].paused_until = nodes[4].paused_until = now + 100;
+	failures = counter(0, "probe_failures");
+	t = now;
+	REQUIRE(member_probe(nodes[0].m, now, nodes[5].addr) == 0);
+	REQUIRE(member_probe(nodes[0].m, now, nodes[4].addr) == 0);
+	nodes[0].next = member_next_deadline(nodes[0].m);
+	/* Lifeguard stretches a period by the local health score, which
+	 * each failed probe raises. */
+	run_for(period * (1 + nodes[0].m->lh) + 2 * STEP);
+	CHECKF(view(0, 5) == MEMBER_SUSPECT && counter(0, "probe_failures") == failures + 1,
+	    "node 0 sees the frozen node 5 %d after %.2f s, its probes failed %lld",
+	    view(0, 5), now - t, counter(0, "probe_failures") - failures);
+	run_for(period * (1 + nodes[0].m->lh) + 2 * STEP);
+	CHECKF(view(0, 4) == MEMBER_SUSPECT && counter(0, "probe_failures") == failures + 2,
+	    "node 0 sees node 4 %d after %.2f s, its probes failed %lld", view(0, 4),
+	    now - t, counter(0, "probe_failures") - failures);
+	CHECK(counter(0, "probes_asked") == 2);
+	CHECK(member_probe(nodes[0].m, now, nodes[5].addr) == -ENOENT);
+	CHECK(member_probe(nodes[0].m, now, nodes[0].addr) == -ENOENT);
+	CHECK(member_probe(nodes[0].m, now, "10.9.9.9:7000") == -ENOENT);
+	CHECK(counter(0, "probes_asked") == 2);
+	world_end();
+}
+
 static const struct check_case cases[] = {
 	{ "member_codec", test_codec },
 	{ "member_revivals", test_revivals },
@@ -939,6 +996,7 @@ static const struct check_case cases[] = {
 	{ "member_index", test_index },
 	{ "member_scenario", test_scenario },
 	{ "member_rescue", test_rescue },
+	{ "member_probe", test_probe },
 	{ NULL, NULL }
 };
 

@@ -61,6 +61,8 @@ struct peer {
 	int closed;
 	enum closing_reason why;
 	double at;              /* the deadline it asked for */
+	int probes;             /* membership asked to probe a partner */
+	char probed[32];        /* the last one */
 };
 
 struct msg {
@@ -204,12 +206,23 @@ fake_schedule(void *arg, double at)
 	((struct peer *)arg)->at = at;
 }
 
+static void
+fake_probe(void *arg, double t, const char *addr)
+{
+	struct peer *p = arg;
+
+	(void)t;
+	p->probes++;
+	snprintf(p->probed, sizeof(p->probed), "%.31s", addr);
+}
+
 /* n peers with models of their own; joiner (if >= 0) must pull. */
 static void
 setup(int n, int joiner)
 {
 	struct rounds_ops ops = { fake_send, fake_progress, fake_live, fake_bytes_sent,
-	    fake_released, fake_pulled, fake_closed, fake_schedule, NULL, fake_catch_up, NULL };
+	    fake_released, fake_pulled, fake_closed, fake_schedule, NULL, fake_catch_up,
+	    fake_probe, NULL };
 	char *argv[] = { (char *)"gossipd", NULL };
 	struct model_spec spec;
 	struct errbuf err = { "" };
@@ -404,9 +417,10 @@ test_fail_retries(void)
 	teardown();
 }
 
-/* An unmeasured link gets exchange_timeout; a measured one patience
- * times its exchange time, at least the floor, doubled per failure in a
- * row; its next exchange that finishes is patient again. */
+/* An unmeasured link gets exchange_timeout, and membership is asked to
+ * probe the partner (only then); a measured one patience times its
+ * exchange time, at least the floor, doubled per failure in a row; its
+ * next exchange that finishes is patient again. */
 static void
 test_patience(void)
 {
@@ -414,6 +428,8 @@ test_patience(void)
 	round_of_p0();
 	CHECKF(peers[0].at == now + cfg.exchange_timeout, "unmeasured: deadline in %g s",
 	    peers[0].at - now);
+	CHECKF(peers[0].probes == 1 && strcmp(peers[0].probed, peers[1].addr) == 0,
+	    "unmeasured: %d probes asked, of %s", peers[0].probes, peers[0].probed);
 	now += 0.02;
 	pump();
 	CHECK(rounds_exchanges(peers[0].r) == 1);
@@ -437,6 +453,7 @@ test_patience(void)
 	CHECKF(peers[0].at - now > ROUNDS_PATIENCE_MIN_S && peers[0].at - now < 2 *
 	    cfg.exchange_patience * 0.1, "after a slow exchange: deadline in %g s",
 	    peers[0].at - now);
+	CHECKF(peers[0].probes == 1, "measured: %d probes asked", peers[0].probes);
 	/* Patience 0: exchange_timeout, measured or not. */
 	cfg.exchange_patience = 0;
 	now += 0.1;
