@@ -358,14 +358,20 @@ commands_do_version(struct daemon *d, uint64_t client, json_t *req, json_t **rep
 	return CONTROL_REPLIED;
 }
 
-/* The trainer's own requests (gossipd-attach(7)); a trainer that has none
- * refuses them. */
+/* The trainer's own requests (GD_ATTACH_COMMANDS, gossipd-attach(7)), passed
+ * on as they come; a trainer that has none refuses them. A leaving peer takes
+ * no new process, whatever its trainer would say. */
 static int
 commands_trainer(struct daemon *d, uint64_t client, const char *cmd, json_t *req,
     json_t **reply)
 {
-	int rc = trainer_command(d->trainer, client, cmd, req, reply);
+	int rc;
 
+	if (strcmp(cmd, "attach") == 0 && daemon_leaving(d)) {
+		*reply = control_error("the peer is leaving");
+		return CONTROL_REPLIED;
+	}
+	rc = trainer_command(d->trainer, client, cmd, req, reply);
 	if (rc != -ENOENT)
 		return rc;
 	*reply = control_error("this peer's trainer is %s (start gossipd with --trainer "
@@ -373,48 +379,17 @@ commands_trainer(struct daemon *d, uint64_t client, const char *cmd, json_t *req
 	return CONTROL_REPLIED;
 }
 
-static int
-commands_do_attach(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
-{
-	if (daemon_leaving(d)) {
-		*reply = control_error("the peer is leaving");
-		return CONTROL_REPLIED;
-	}
-	return commands_trainer(d, client, "attach", req, reply);
-}
-
-static int
-commands_do_step(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
-{
-	return commands_trainer(d, client, "step", req, reply);
-}
-
-static int
-commands_do_evaluate(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
-{
-	return commands_trainer(d, client, "evaluate", req, reply);
-}
-
-static int
-commands_do_train(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
-{
-	return commands_trainer(d, client, "train", req, reply);
-}
-
-static int
-commands_do_detach(struct daemon *d, uint64_t client, json_t *req, json_t **reply)
-{
-	return commands_trainer(d, client, "detach", req, reply);
-}
-
+/* A row's handler; NULL for the trainer's requests (commands_trainer). */
 static const struct {
 	const char *name;
 	const char *args;
 	commands_fn fn;
 } commands[] = {
 #define COMMANDS_ROW(name, args, help) { #name, args, commands_do_##name },
+#define COMMANDS_TRAINER_ROW(name, args, help) { #name, args, NULL },
 	GD_COMMANDS(COMMANDS_ROW)
-	GD_ATTACH_COMMANDS(COMMANDS_ROW)
+	GD_ATTACH_COMMANDS(COMMANDS_TRAINER_ROW)
+#undef COMMANDS_TRAINER_ROW
 #undef COMMANDS_ROW
 };
 
@@ -456,6 +431,8 @@ commands_handle(struct control *ctl, uint64_t client, const char *cmd, json_t *r
 			continue;
 		if (commands_check_args(cmd, commands[i].args, req, reply) < 0)
 			return CONTROL_REPLIED;
+		if (commands[i].fn == NULL)
+			return commands_trainer(arg, client, cmd, req, reply);
 		return commands[i].fn(arg, client, req, reply);
 	}
 	*reply = commands_unknown(cmd);

@@ -87,7 +87,8 @@ n=$(grep -c '"step"' "$FLEET_DIR/watch")
 [ "$n" -ge 2 ] || fleet_fail "watch gave $n lines: $(head -c 500 "$FLEET_DIR/watch")"
 fleet_ok "watch streams progress ($n lines in 5 s)"
 
-# Garbage: bad JSON, no cmd, unknown command, a 1 MiB line, 100 clients.
+# Garbage: bad JSON, no cmd, unknown command, a training process's requests
+# to the built-in trainer, a 1 MiB line, 100 clients.
 $PYTHON - "$S" <<'PY' || fleet_fail "control socket abuse"
 import json, socket, sys
 path = sys.argv[1]
@@ -109,6 +110,9 @@ for bad in (b"{nope\n", b"[1,2]\n", b'{"x":1}\n', b'{"cmd":"frobnicate"}\n', b'\
     r = ask(s, bad)
     assert r["ok"] is False and r["error"], (bad, r)
 assert ask(s, b'{"cmd":"status"}\n')["ok"] is True   # same connection still served
+for cmd in ("attach", "step", "evaluate", "train", "detach"):   # the built-in trainer's peer
+    r = ask(s, json.dumps({"cmd": cmd}).encode() + b"\n")
+    assert r["ok"] is False and "--trainer external" in r["error"], (cmd, r)
 r = ask(s, b'{"cmd":"set","key":"log_level","value":7}\n')   # arguments are strings
 assert r["ok"] is False and '"value"' in r["error"], r
 big = conn()
