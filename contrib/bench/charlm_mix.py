@@ -204,11 +204,12 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
   --late-step S; the rule as above, which in these runs gave 2.4374 /
   2.2045 / 2.0753 / 2.0067, 2.0079 in the runs above): 3 / PEERS from step
   200 2.0921 at step 300 and 1.9994 at 400 (1.031x); seed 2 2.0157 without
-  and 2.0074 with it (1.032x and 1.027x of the live DDP's 1.9542); from
-  step 300 2.0045; 4 / PEERS from step 200 2.1301 / 2.0132; 3 / PEERS
+  and 2.0074 with it (1.032x and 1.027x of the live DDP's 1.9542), seed 3
+  2.0078 and 1.9970 (1.035x and 1.029x of 1.9406); from step 300 2.0045; 4 / PEERS from step 200 2.1301 / 2.0132; 3 / PEERS
   throughout (--outer-lr 3) 2.5131 / 2.2654 / 2.1198 / 2.0337 (1.049x). A
-  heavier weight as the learning rate falls gains about 0.4 points at
-  step 400, on both seeds: a lead, far from the 1.5 points the bar wants.
+  heavier weight as the learning rate falls gains 0.4 to 0.6 points at
+  step 400 on seeds 1-3 (median 1.029x against 1.035x): a lead, short of
+  the 1.5 points the bar wants.
   With the share every 3 steps on 5% (--decay 0.92, about 104x fewer
   bytes) the rule ends at 1.9995 (1.031x) and with the late weight at
   2.0022: the two gains do not add.
