@@ -392,8 +392,8 @@ class Shares:
         vals = e[idx]
         vals = ROUND[a.values](vals)
         e[idx] -= vals
-        late = a.late_outer_lr and step >= a.late_step
-        vals = vals * (a.late_outer_lr if late else a.outer_lr)
+        heavier = a.late_outer_lr and step >= a.late_step
+        vals = vals * (a.late_outer_lr if heavier else a.outer_lr)
         if a.outer_momentum > 0:
             # Nesterov's on the anchor's move of the last round (its own
             # share and the others', the same for every peer when the
@@ -686,6 +686,9 @@ def check_mix_args(ap, a):
                  "--late-outer-lr >= 0")
     if a.rank < 1:
         ap.error("want --rank >= 1")
+    if (a.late_density or a.late_outer_lr) and (a.mix != "share" or a.combine != "mean"):
+        ap.error("--late-density and --late-outer-lr take --mix share's rounds "
+                 "(not --combine rms)")
     if a.decay_down and not a.decay_lr:
         ap.error("--decay-down qualifies --decay-lr, which is not given")
     if a.mix == "share" and a.outer_momentum > 0 and (a.stagger or a.delay or a.loss):
