@@ -496,10 +496,28 @@ attach_final(struct attach *a)
 	attach_maybe_done(a);
 }
 
+/* The process named the ranges w[0..n) to go whole in every share. */
+static void
+attach_set_whole(struct attach *a, const struct model_range *w, size_t n)
+{
+	struct errbuf err = { "" };
+	size_t total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += w[i].len;
+	if (a->h.whole(a->h.arg, w, n, a->d, &err) < 0)
+		log_warn("whole: %s", err.msg);
+	else if (n > 0 && gossip_mode_row(a->cfg->mode)->shares)
+		log_info("share: %zu of the %zu values (%zu ranges) go whole in every share",
+		    total, a->d, n);
+}
+
 static int
 attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 {
 	double now = util_now();
+	struct model_range *whole;
+	size_t nwhole;
 	uint64_t n;
 	int rc, kind;
 
@@ -511,8 +529,12 @@ attach_on_step(struct attach *a, uint64_t client, json_t *req, json_t **reply)
 		*reply = control_error("step: the previous step has not been answered yet");
 		return CONTROL_REPLIED;
 	}
-	if ((*reply = attach_report_refusal(req, &a->p)) != NULL)
+	if ((*reply = attach_report_refusal(req, &a->p)) != NULL ||
+	    (*reply = attach_report_whole(req, a->d, &whole, &nwhole)) != NULL)
 		return CONTROL_REPLIED;
+	if (whole != NULL)
+		attach_set_whole(a, whole, nwhole);
+	free(whole);
 	n = (uint64_t)json_integer_value(json_object_get(req, "step"));
 	a->evaluating = 0;
 	if ((rc = model_release(a->m)) < 0)

@@ -55,6 +55,10 @@ struct attach_hooks {
 	void (*waited)(void *arg, double seconds); /* a held step reply went out */
 	/* the process named its optimizer (enum optimizer_kind), or another */
 	void (*optimizer)(void *arg, int kind);
+	/* The ranges of the d values the process asked to go whole in every
+	 * share (n 0: none), or a negative errno with err. */
+	int (*whole)(void *arg, const struct model_range *w, size_t n, size_t d,
+	    struct errbuf *err);
 	/* The job's model into out (d floats; NULL: only whether there is
 	 * one) for an evaluation, in a mode whose members share one; a
 	 * negative errno where there is none. */

@@ -7,11 +7,13 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attach_report.h"
 #include "config.h"
 #include "control.h"
+#include "util.h"
 
 /* The numbers a process may report at a boundary and their ranges;
  * samples are also summed into a rate. */
@@ -93,4 +95,36 @@ attach_report_take(json_t *req, struct train_progress *p, struct attach_report_r
 		r->samples = 0;
 		r->t0 = now;
 	}
+}
+
+json_t *
+attach_report_whole(json_t *req, size_t d, struct model_range **w, size_t *n)
+{
+	json_t *v = json_object_get(req, "whole"), *pair;
+	size_t i, end = 0;
+
+	*w = NULL;
+	*n = json_array_size(v);
+	if (v == NULL)
+		return NULL;
+	if (!json_is_array(v) || *n > ATTACH_REPORT_MAX_WHOLE)
+		return control_error("step: whole: want an array of at most %d [offset, count] "
+		    "pairs", ATTACH_REPORT_MAX_WHOLE);
+	*w = xcalloc(*n > 0 ? *n : 1, sizeof(**w));
+	json_array_foreach(v, i, pair) {
+		json_t *off = json_array_get(pair, 0), *len = json_array_get(pair, 1);
+		json_int_t o = json_integer_value(off), l = json_integer_value(len);
+
+		if (json_array_size(pair) != 2 || !json_is_integer(off) || !json_is_integer(len) ||
+		    o < (json_int_t)end || l < 1 || (size_t)o > d || (size_t)l > d - (size_t)o) {
+			free(*w);
+			*w = NULL;
+			return control_error("step: whole: item %zu: want [offset, count], integers, "
+			    "count at least 1, after the item before and within the %zu values",
+			    i, d);
+		}
+		(*w)[i] = (struct model_range){ (size_t)o, (size_t)l };
+		end = (size_t)(o + l);
+	}
+	return NULL;
 }

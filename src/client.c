@@ -73,6 +73,8 @@ struct gd_client {
 	int wait_ms;            /* the timeout of the request under way */
 	const char *optimizer;  /* client_optimizers[]; NULL: none named */
 	int optimizer_told;     /* a step reply came since it was named */
+	json_t *whole;          /* the ranges to go whole, as sent; NULL: none named */
+	int whole_told;         /* a step reply came since they were named */
 	uid_t server_uid;       /* SO_PEERCRED of the server */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char lost[256];         /* why fd was closed */
@@ -678,6 +680,41 @@ gd_client_set_optimizer(struct gd_client *c, const char *kind, char *err, size_t
 	    kind);
 }
 
+int
+gd_client_set_whole(struct gd_client *c, const size_t *ranges, size_t n, char *err,
+    size_t errlen)
+{
+	size_t end = 0;
+	json_t *w;
+	int rc;
+
+	if ((rc = client_check(c, err, errlen)) < 0)
+		return rc;
+	if (n > 0 && ranges == NULL)
+		return client_err(err, errlen, -EINVAL, "whole: no ranges given");
+	for (size_t i = 0; i < n; i++) {
+		size_t off = ranges[2 * i], len = ranges[2 * i + 1];
+
+		if (off < end || len < 1 || off > c->nparams || len > c->nparams - off)
+			return client_err(err, errlen, -EINVAL, "whole: range %zu (%zu, %zu): want "
+			    "count at least 1, after the range before and within the %zu values",
+			    i, off, len, c->nparams);
+		end = off + len;
+	}
+	if ((w = json_array()) == NULL)
+		return client_err(err, errlen, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		if (json_array_append_new(w, json_pack("[I, I]", (json_int_t)ranges[2 * i],
+		    (json_int_t)ranges[2 * i + 1])) < 0) {
+			json_decref(w);
+			return client_err(err, errlen, -ENOMEM, "out of memory");
+		}
+	json_decref(c->whole);
+	c->whole = w;
+	c->whole_told = 0;
+	return 0;
+}
+
 /* Adds a report field that is a finite number; counts must be whole and
  * not negative. */
 static int
@@ -721,8 +758,9 @@ gd_client_step(struct gd_client *c, uint64_t step, const struct gd_client_report
 		json_decref(req);
 		return rc == -ENOMEM ? client_err(err, errlen, rc, "out of memory") : rc;
 	}
-	if (c->optimizer != NULL && !c->optimizer_told &&
-	    json_object_set_new(req, "optimizer", json_string(c->optimizer)) < 0) {
+	if ((c->optimizer != NULL && !c->optimizer_told &&
+	    json_object_set_new(req, "optimizer", json_string(c->optimizer)) < 0) ||
+	    (c->whole != NULL && !c->whole_told && json_object_set(req, "whole", c->whole) < 0)) {
 		json_decref(req);
 		return client_err(err, errlen, -ENOMEM, "out of memory");
 	}
@@ -740,6 +778,7 @@ gd_client_step(struct gd_client *c, uint64_t step, const struct gd_client_report
 	if (stop != NULL)
 		*stop = json_is_true(st);
 	c->optimizer_told = 1;
+	c->whole_told = 1;
 	rc = json_integer_value(mixed) > INT_MAX ? INT_MAX : (int)json_integer_value(mixed);
 out:
 	client_reply_clear(&r);
@@ -836,5 +875,6 @@ gd_client_detach(struct gd_client *c)
 		munmap(c->params, c->bytes);
 	if (c->fd >= 0)
 		close(c->fd);
+	json_decref(c->whole);
 	free(c);
 }

@@ -901,6 +901,15 @@ rounds_share_weight(struct rounds *r, int kind)
 }
 
 int
+rounds_set_whole(struct rounds *r, const struct model_range *w, size_t n, size_t d,
+    struct errbuf *err)
+{
+	if (r == NULL)
+		return 0;
+	return share_set_whole(r->share, w, n, d, err);
+}
+
+int
 rounds_job_model(const struct rounds *r, float *out, size_t d)
 {
 	if (r == NULL || !gossip_mode_row(r->cfg->mode)->shares || r->closing.active ||

@@ -113,6 +113,10 @@ void rounds_set_ready(struct rounds *r, int ready);
  * optimizer_kind, sgd or adaptive): mode share weighs shares by it unless
  * the optimizer key names one (share.h), and says so in the log. */
 void rounds_set_optimizer(struct rounds *r, int kind);
+/* The ranges of a model of d values that mode share's rounds send whole
+ * (share_set_whole; n 0: none). */
+int rounds_set_whole(struct rounds *r, const struct model_range *w, size_t n, size_t d,
+    struct errbuf *err);
 /* The job's model into out (d floats; NULL: only whether there is one),
  * in a mode whose members share one (share_job_model); -ENOENT in another
  * mode, before the job's model or once closing, whose pairwise mixes

@@ -564,6 +564,15 @@ server_attach_optimizer(void *arg, int kind)
 }
 
 static int
+server_attach_whole(void *arg, const struct model_range *w, size_t n, size_t params,
+    struct errbuf *err)
+{
+	struct daemon *d = arg;
+
+	return rounds_set_whole(d->rounds, w, n, params, err);
+}
+
+static int
 server_attach_job_model(void *arg, float *out, size_t n)
 {
 	struct daemon *d = arg;
@@ -586,7 +595,7 @@ server_open_attach(struct daemon *d, struct errbuf *err)
 {
 	struct attach_hooks hooks = { daemon_notify, server_attach_bound,
 	    server_attach_ready, server_attach_step, server_attach_held, server_attach_waited,
-	    server_attach_optimizer, server_attach_job_model, d };
+	    server_attach_optimizer, server_attach_whole, server_attach_job_model, d };
 	struct attach *a;
 	int rc;
 

@@ -55,6 +55,9 @@ struct share {
 	double lr;                    /* every share goes in times this */
 	double n_power;               /* and at 1/n to this power (share_set_weight) */
 	double decay;                 /* the residual's after a round (share_set_decay) */
+	struct model_range *whole;    /* coordinates every round sends (share_set_whole) */
+	size_t nwhole, whole_d;       /* ranges, and the coordinates in them */
+	size_t whole_for;             /* the d they were set for */
 	int judged;                   /* no more judging (share_trained) */
 	uint64_t rounds, sent, send_failed, received, applied, clipped;
 	uint64_t refused[SHARE_REFUSE_N];
@@ -89,6 +92,7 @@ share_free(struct share *s)
 	free(s->ends);
 	mask_free(&s->rmask);
 	free(s->rvals);
+	free(s->whole);
 	free(s);
 }
 
@@ -165,26 +169,53 @@ share_job_model(const struct share *s, float *out, size_t d)
 	return 0;
 }
 
-/* The top density of |e| into idx, sorted, with e's values in vals. */
+/* The coordinates from *at on up to the next of the nw whole ranges, or
+ * that range (*whole set); 0 past the end. */
+static size_t
+share_run(const struct share *s, size_t nw, size_t *at, size_t *r, int *whole)
+{
+	size_t lo = *at, hi = s->d;
+
+	if (*r < nw && lo == s->whole[*r].off) {
+		hi = lo + s->whole[(*r)++].len;
+		*whole = 1;
+	} else {
+		if (*r < nw)
+			hi = s->whole[*r].off;
+		*whole = 0;
+	}
+	*at = hi;
+	return hi - lo;
+}
+
+/* The whole ranges' coordinates, and the top density of |e| over the rest,
+ * into idx, sorted, with e's values in vals. */
 static size_t
 share_select(struct share *s, double density)
 {
-	double want = round(density * (double)s->d);
-	size_t k = want < 1 ? 1 : want > (double)s->d ? s->d : (size_t)want, n = 0;
+	size_t nw = s->whole_for == s->d ? s->nwhole : 0, wd = nw > 0 ? s->whole_d : 0;
+	size_t rest = s->d - wd, k = 0, n = 0, at, r, len;
+	double want = round(density * (double)rest);
+	int whole;
 
-	if (k > s->cap) {
-		s->idx = xrealloc(s->idx, k, sizeof(*s->idx));
-		s->vals = xrealloc(s->vals, k, sizeof(*s->vals));
-		s->cap = k;
+	if (rest > 0)
+		k = want < 1 ? 1 : want > (double)rest ? rest : (size_t)want;
+	if (k + wd > s->cap) {
+		s->cap = k + wd;
+		s->idx = xrealloc(s->idx, s->cap, sizeof(*s->idx));
+		s->vals = xrealloc(s->vals, s->cap, sizeof(*s->vals));
 	}
 	topk_begin(s->topk);
-	for (size_t i = 0; i < s->d; i++)
-		topk_count(s->topk, s->resid[i]);
+	for (at = 0, r = 0; (len = share_run(s, nw, &at, &r, &whole)) > 0;)
+		for (size_t i = at - len; i < at && !whole; i++)
+			topk_count(s->topk, s->resid[i]);
 	topk_threshold(s->topk, k);
-	for (size_t i = 0; i < s->d && !topk_full(s->topk); i++) {
-		if (topk_take(s->topk, s->resid[i])) {
-			s->idx[n] = i;
-			s->vals[n++] = s->resid[i];
+	for (at = 0, r = 0; (len = share_run(s, nw, &at, &r, &whole)) > 0;) {
+		for (size_t i = at - len; i < at; i++) {
+			if (whole || (!topk_full(s->topk) && topk_take(s->topk, s->resid[i]))) {
+				s->idx[n] = i;
+				s->vals[n++] = s->resid[i];
+			}
 		}
 	}
 	topk_end(s->topk);
@@ -253,6 +284,28 @@ share_cap(struct share *s, size_t k)
 		return;
 	for (size_t i = 0; i < k; i++)
 		s->vals[i] = (float)(s->vals[i] * (most / rms));
+}
+
+int
+share_set_whole(struct share *s, const struct model_range *r, size_t n, size_t d,
+    struct errbuf *err)
+{
+	size_t end = 0, total = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].len == 0 || r[i].off < end || r[i].off > d || r[i].len > d - r[i].off)
+			return errbuf_set(err, -EINVAL, "range %zu [%zu, +%zu) is empty, overlaps "
+			    "or precedes the last, or ends past %zu", i, r[i].off, r[i].len, d);
+		end = r[i].off + r[i].len;
+		total += r[i].len;
+	}
+	s->whole = xrealloc(s->whole, n > 0 ? n : 1, sizeof(*s->whole));
+	if (n > 0)
+		memcpy(s->whole, r, n * sizeof(*r));
+	s->nwhole = n;
+	s->whole_d = total;
+	s->whole_for = d;
+	return 0;
 }
 
 void

@@ -15,7 +15,9 @@
  * knows it (every share it applied), and the residual e, what its own
  * steps moved that no share has carried yet (error feedback, as drift's
  * anchor is for delta). A round: e += x - A; the top density of |e|, in
- * the value format as sent, is the share s; e -= s; A += s/n; and the
+ * the value format as sent, is the share s (with the ranges an attached
+ * process named whole, share_set_whole: its vectors, which a top of the
+ * whole model starves); e -= s; A += s/n; and the
  * model goes to A, by an increment queued like a mix (model_add_in), so
  * that an attached process sees it at its next boundary and a step the
  * trainer takes meanwhile is kept. A received share s: A += s/n and the
@@ -153,6 +155,13 @@ int share_job_model(const struct share *s, float *out, size_t d);
 /* Every share, own and received, goes in times lr / n (lr 1 when never
  * set), or with adaptive times lr / sqrt(n): see above. */
 void share_set_weight(struct share *s, double lr, int adaptive);
+/* Ranges r[0..n) of a model of d coordinates (sorted, apart, none empty;
+ * n 0: none) that every round sends whole besides the top density of the
+ * rest: an attached process's vectors, biases and norms' gains, which a
+ * top of the whole model starves (gossipd(8), SHARE). -EINVAL with err
+ * for ranges that are not so; the last ranges set stand. */
+int share_set_whole(struct share *s, const struct model_range *r, size_t n, size_t d,
+    struct errbuf *err);
 /* What is left in the residual after a round is multiplied by decay (1
  * when never set): SparseLoCo's decaying error feedback, which forgets the
  * random walk an adaptive optimizer's steps make on a coordinate with no

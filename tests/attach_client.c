@@ -29,7 +29,9 @@
  *
  * --optimizer KIND names the kind of its optimizer to the peer
  * (gd_client_set_optimizer): "sgd" or "adaptive", anything else is
- * refused by the library.
+ * refused by the library. --whole OFF:COUNT (up to AC_MAX_WHOLE times)
+ * names ranges to go whole in every share (gd_client_set_whole), in the
+ * order given: ranges out of order are refused by the library.
  *
  * Exit status: 0 done, 1 a library call failed (an "error" line says
  * which), 2 bad usage, 3 a --write-past check failed.
@@ -56,6 +58,7 @@
 #include "gossipd/client.h"
 
 #define AC_BATCH 16
+#define AC_MAX_WHOLE 8
 
 struct ac_opts {
 	const char *socket;
@@ -72,6 +75,8 @@ struct ac_opts {
 	int leave;
 	int from;
 	const char *optimizer;
+	size_t whole[2 * AC_MAX_WHOLE];  /* offset, count of each --whole */
+	size_t nwhole;
 };
 
 /* The JSON string of s, quoted, into out. */
@@ -428,7 +433,8 @@ ac_usage(FILE *f)
 {
 	fprintf(f, "Usage: attach_client -s SOCKET [--params N] [--steps K] [--sleep-ms MS]\n"
 	    "       [--seed S] [--timeout-ms MS] [--hold S] [--close-early] [--write-past]\n"
-	    "       [--status] [--evaluate] [--leave] [--from] [--optimizer KIND]\n");
+	    "       [--status] [--evaluate] [--leave] [--from] [--optimizer KIND]\n"
+	    "       [--whole OFF:COUNT]...\n");
 }
 
 static int
@@ -449,6 +455,7 @@ ac_parse(int argc, char **argv, struct ac_opts *o)
 		{ "leave", no_argument, NULL, 'L' },
 		{ "from", no_argument, NULL, 'F' },
 		{ "optimizer", required_argument, NULL, 'O' },
+		{ "whole", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -471,6 +478,12 @@ ac_parse(int argc, char **argv, struct ac_opts *o)
 		case 'L': o->leave = 1; break;
 		case 'F': o->from = 1; break;
 		case 'O': o->optimizer = optarg; break;
+		case 'w':
+			if (o->nwhole == AC_MAX_WHOLE || sscanf(optarg, "%zu:%zu",
+			    &o->whole[2 * o->nwhole], &o->whole[2 * o->nwhole + 1]) != 2)
+				return -1;
+			o->nwhole++;
+			break;
 		case 'h': ac_usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -538,6 +551,11 @@ main(int argc, char **argv)
 	if (o.optimizer != NULL &&
 	    (rc = gd_client_set_optimizer(c, o.optimizer, err, sizeof(err))) < 0) {
 		ac_fail("optimizer", rc, err);
+		goto out;
+	}
+	if (o.nwhole > 0 && (rc = gd_client_set_whole(c, o.whole, o.nwhole, err,
+	    sizeof(err))) < 0) {
+		ac_fail("whole", rc, err);
 		goto out;
 	}
 	w = gd_client_params(c);

@@ -6,8 +6,10 @@
 #     still shows the attach (it was cut inside a character and dropped);
 #     before it, digests that are not 64 hex digits are refused, naming
 #     the field, and the next attach is served;
-# (b) absurd or non-finite report numbers, and an optimizer neither sgd nor
-#     adaptive, are refused, naming the field, and status still answers
+# (b) absurd or non-finite report numbers, an optimizer neither sgd nor
+#     adaptive, and "whole" ranges that are not sorted, apart, non-empty
+#     pairs within the vector, are refused, naming the field, and status
+#     still answers
 #     (two reports of 1e308 samples made the rate +inf: status said
 #     "internal error" until a later report);
 # (c) a checkpoint asked from another connection while the process holds the
@@ -91,7 +93,9 @@ r = t1.req({"cmd": "step", "step": 1, "samples": 64, "loss": 2.3, "optimizer": "
 if not r.get("ok"):
     sys.exit("FAIL (b): a plain step refused: %r" % r)
 bad = [("samples", 1e308), ("samples", -1), ("epoch", 1.5), ("epoch", 2 ** 40),
-       ("loss", "x"), ("optimizer", "adam"), ("optimizer", 1)]
+       ("loss", "x"), ("optimizer", "adam"), ("optimizer", 1), ("whole", 7),
+       ("whole", [[5, 0]]), ("whole", [[4, 2], [3, 1]]), ("whole", [[0, N + 1]]),
+       ("whole", [[-1, 2]]), ("whole", [["0", 2]])]
 for i, (field, value) in enumerate(bad):
     r = t1.req({"cmd": "step", "step": 2 + i, field: value})
     if r.get("ok") or field not in r.get("error", ""):

@@ -7,6 +7,10 @@
 # with --optimizer sgd an Adam process is warned about, and sgd stands.
 # The C library names it through gd_client_set_optimizer (first, without
 # torch): "adaptive" reaches the peer, "adam" is refused naming it.
+# What the process names to go whole in every share (step's "whole"):
+# the C library's ranges (gd_client_set_whole) reach the peer, ranges out
+# of order are refused naming them; the Python module names the model's
+# tensors of at most one dimension (its two biases).
 . "$(dirname "$0")/fleet.sh"
 CLIENT=$FLEET_BUILD/tests/attach_client
 [ -x "$CLIENT" ] || fleet_skip "tests/attach_client not built (make check builds it)"
@@ -22,6 +26,15 @@ out=$(timeout 60 "$CLIENT" --socket "$FLEET_DIR/c.sock" --steps 3 --optimizer ad
 fleet_wait_log c "steps by an optimizer it calls adaptive: shares go in at 1/sqrt\(n\)" \
 	"take the C process's adaptive" 10
 fleet_ok "the C library names adaptive to its peer and refuses adam"
+out=$(timeout 60 "$CLIENT" --socket "$FLEET_DIR/c.sock" --steps 3 --whole 10:2 --whole 0:4 2>&1) &&
+	fleet_fail "the C library took ranges out of order: $out"
+grep -q '"event":"error","where":"whole"' <<<"$out" ||
+	fleet_fail "ranges out of order refused without naming whole: $out"
+out=$(timeout 60 "$CLIENT" --socket "$FLEET_DIR/c.sock" --steps 3 --whole 0:4 --whole 10:2 2>&1) ||
+	fleet_fail "the C process naming whole ranges failed: $out"
+fleet_wait_log c "share: 6 of the 256 values \(2 ranges\) go whole in every share" \
+	"take the C process's whole ranges" 10
+fleet_ok "the C library names ranges to go whole and refuses them out of order"
 
 "$PYTHON" -c 'import torch' 2>/dev/null || fleet_skip "$PYTHON cannot import torch (apt-get install python3-torch)"
 export PYTHONPATH=$FLEET_TOP/src/python${PYTHONPATH:+:$PYTHONPATH}
@@ -58,6 +71,10 @@ loop "$FLEET_DIR/a.sock" Adam before || fleet_fail "the Adam process on a failed
 fleet_wait_log a "steps by an optimizer it calls adaptive: shares go in at 1/sqrt\(n\)" \
 	"take Adam as adaptive" 10
 fleet_ok "a process stepping by Adam: its peer weighs shares at 1/sqrt(n)"
+# Linear(8, 16) and Linear(16, 2): the biases at 128 (16) and 176 (2)
+fleet_wait_log a "share: 18 of the 178 values \(2 ranges\) go whole in every share" \
+	"take the Python process's biases whole" 10
+fleet_ok "the Python module names the model's vectors to go whole"
 
 loop "$FLEET_DIR/a.sock" SGD after || fleet_fail "the SGD process on a failed"
 fleet_wait_log a "steps by an optimizer it calls sgd: shares go in at 1/n" \

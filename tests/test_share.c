@@ -11,7 +11,8 @@
  * (a membership settling) leave the anchors together; a sender cannot
  * weigh itself up by more than SHARE_N_SLACK. Bad messages touch nothing
  * and are counted by reason; a member whose shares are far larger than
- * the others' is clipped, then suspected and dropped.
+ * the others' is clipped, then suspected and dropped. Ranges set whole
+ * go in every share beside the top of the rest.
  */
 #include <errno.h>
 #include <math.h>
@@ -447,6 +448,53 @@ test_refused(void)
 	teardown();
 }
 
+/* Ranges set whole go in every share however little they moved, beside
+ * the top density of the rest; ranges that do not fit are refused. */
+static void
+test_whole(void)
+{
+	struct share_params sp = { GOSSIP_FP32, 0.25, 1000 };
+	const struct model_range w[] = { { 8, 4 }, { 40, 8 } };
+	const struct model_range bad[][2] = {
+		{ { 8, 4 }, { 10, 2 } }, { { 8, 0 }, { 40, 8 } }, { { 8, 4 }, { 60, 5 } },
+	};
+	struct errbuf err = { "" };
+	float before[D];
+	size_t sent = 0, in_whole = 0;
+
+	setup();
+	for (size_t b = 0; b < GD_ARRAY_SIZE(bad); b++)
+		CHECKF(share_set_whole(s[0], bad[b], 2, D, &err) == -EINVAL, "ranges %zu", b);
+	CHECKF(share_set_whole(s[0], w, 2, D, &err) == 0, "%s", err.msg);
+	for (int i = 0; i < D; i++)
+		mem[0][i] += (i >= 8 && i < 12) || (i >= 40 && i < 48) ? 1e-4f : 1.0f + i;
+	memcpy(before, mem[1], sizeof(before));
+	REQUIRE(round_of(0, &sp) == 1);
+	for (int i = 0; i < D; i++) {
+		int whole = (i >= 8 && i < 12) || (i >= 40 && i < 48);
+
+		if (mem[1][i] != before[i]) {
+			sent++;
+			in_whole += whole;
+		} else {
+			CHECKF(!whole, "x[%d] of a whole range not sent", i);
+		}
+	}
+	/* 12 whole, and 13 of the other 52 (the largest: the last ones) */
+	CHECKF(sent == 25 && in_whole == 12, "%zu sent, %zu of them whole", sent, in_whole);
+	CHECK(mem[1][D - 1] != before[D - 1] && mem[1][0] == before[0]);
+	/* none again: the top of everything, where the rest's residual is far
+	 * larger */
+	CHECK(share_set_whole(s[0], NULL, 0, D, &err) == 0);
+	for (int i = 8; i < 12; i++)
+		mem[0][i] += 1e-4f;
+	memcpy(before, mem[1], sizeof(before));
+	REQUIRE(round_of(0, &sp) == 1);
+	for (int i = 8; i < 12; i++)
+		CHECKF(mem[1][i] == before[i], "x[%d] sent with no whole ranges", i);
+	teardown();
+}
+
 /* Shares from four members through one trust: the far one is scaled to
  * the radius, then suspected and dropped. */
 static void
@@ -504,6 +552,7 @@ static const struct check_case cases[] = {
 	{ "share_adaptive", test_adaptive },
 	{ "share_refused", test_refused },
 	{ "share_clip", test_clip },
+	{ "share_whole", test_whole },
 	{ NULL, NULL }
 };
 

@@ -141,6 +141,15 @@ void gd_client_set_timeout(struct gd_client *c, int timeout_ms);
  * -EINVAL for another kind. */
 int gd_client_set_optimizer(struct gd_client *c, const char *kind, char *err, size_t errlen);
 
+/* Names n ranges of the vector, ranges[2i] its offset and ranges[2i+1]
+ * its count (sorted, apart, none empty), that mode share sends whole in
+ * every share beside the top of the rest: the model's vectors (biases,
+ * norms' gains), which a top of the whole model starves (gossipd(8),
+ * SHARE). The next gd_client_step tells the peer; n 0 names none again.
+ * -EINVAL for ranges that are not so. */
+int gd_client_set_whole(struct gd_client *c, const size_t *ranges, size_t n, char *err,
+    size_t errlen);
+
 /*
  * A step boundary: step is the number of optimizer steps taken so far (not
  * less than in the previous call), report NULL or what to report. Does not

@@ -84,6 +84,15 @@ daemon; with none, several of different kinds, or one of another class
 (LBFGS, Rprop, a class of your own) it names nothing and the daemon takes
 its ``--optimizer`` (SGD unless set).
 
+In mode share a round sends the coordinates that moved most over the whole
+model, which starves whole tensors of small moves: a transformer's biases
+and LayerNorm gains went unsent for 100 steps at a time. attach names the
+shared tensors of at most one dimension (biases, norms' gains and, with
+``buffers=True``, BatchNorm's statistics; under 1% of a usual model) to
+the daemon, whose every share then carries them whole beside the top of
+the rest (gossipd(8), SHARE); ``attach(..., whole_vectors=False)`` names
+none, and leaves them to the top of everything.
+
 Only float32 parameters are shared. A model on a CUDA device stays there:
 the shared memory is then a host staging copy, written from the device before
 each step request and read back after a reply that mixed something in (this
@@ -225,6 +234,26 @@ def _shared_tensors(model, buffers, optimizer=None):
             yield name + ".momentum_buffer", optimizer.state[p]["momentum_buffer"]
 
 
+# The most ranges a step may name (attach_report.h's ATTACH_REPORT_MAX_WHOLE).
+_MAX_WHOLE = 2048
+
+
+def _vector_ranges(tensors):
+    """[offset, count] of the tensors of at most one dimension among TENSORS
+    ((name, tensor) in the shared layout's order), adjacent ones merged;
+    none where there are more ranges than the daemon takes."""
+    ranges, offset = [], 0
+    for _, t in tensors:
+        n = t.numel()
+        if t.dim() <= 1 and n > 0:
+            if ranges and ranges[-1][0] + ranges[-1][1] == offset:
+                ranges[-1][1] += n
+            else:
+                ranges.append([offset, n])
+        offset += n
+    return ranges if len(ranges) <= _MAX_WHOLE else []
+
+
 def _momentum_buffers(model, optimizer):
     """Gives each parameter of MODEL a momentum buffer in OPTIMIZER's state (a
     torch.optim.SGD with momentum, which makes them only at its first step
@@ -308,7 +337,7 @@ class Peer:
     """
 
     def __init__(self, model, socket=None, job="default", buffers=False, name=None,
-                 timeout=DEFAULT_TIMEOUT, optimizer=None, evaluate="job"):
+                 timeout=DEFAULT_TIMEOUT, optimizer=None, evaluate="job", whole_vectors=True):
         import torch
 
         if evaluate not in ("job", "own"):
@@ -374,7 +403,8 @@ class Peer:
             # An optimizer made after attach is looked for at the first step.
             self._optimizer_kind = _optimizer_kind(model, optimizer)
             self._optimizer_looked = self._optimizer_kind is not None
-            self._boundary(self.step_count, stage_out=False, optimizer=self._optimizer_kind)
+            self._boundary(self.step_count, stage_out=False, optimizer=self._optimizer_kind,
+                           whole=_vector_ranges(tensors) if whole_vectors else [])
             if evaluate == "job":
                 self._hook = model.register_forward_pre_hook(self._forward_pre)
         except BaseException:
@@ -479,14 +509,16 @@ class Peer:
             self._take_back(tensors, job or reply.get("mixed", 0) > 0)
             self._evaluating = "job" if job else "own"
 
-    def _boundary(self, n, stage_out=True, optimizer=None, **numbers):
-        """Sends step N (with the optimizer's kind and the optional numbers
-        that are set) and returns the reply; for a CUDA model, stages the
-        parameters through the host memory around it."""
+    def _boundary(self, n, stage_out=True, optimizer=None, whole=None, **numbers):
+        """Sends step N (with the optimizer's kind, the ranges to go whole and
+        the optional numbers that are set) and returns the reply; for a CUDA
+        model, stages the parameters through the host memory around it."""
         tensors = self._hand_over(stage_out)
         fields = {k: _number(v) for k, v in numbers.items() if v is not None}
         if optimizer is not None:
             fields["optimizer"] = optimizer
+        if whole is not None:
+            fields["whole"] = whole
         reply = self._request("step", step=n,
                               **{k: v for k, v in fields.items() if v is not None})
         self.mixes += reply.get("mixed", 0)
@@ -602,7 +634,7 @@ class Peer:
 
 
 def attach(model, socket=None, job="default", buffers=False, name=None,
-           timeout=DEFAULT_TIMEOUT, optimizer=None, evaluate="job"):
+           timeout=DEFAULT_TIMEOUT, optimizer=None, evaluate="job", whole_vectors=True):
     """Attaches MODEL (a torch.nn.Module with float32 parameters) to the
     gossipd peer whose control socket is SOCKET (default: JOB's default
     socket, as gossipctl's) and returns the Peer.
@@ -615,6 +647,8 @@ def attach(model, socket=None, job="default", buffers=False, name=None,
     EVALUATE "job" (the default) makes what the model computes in eval mode
     the job's model where the daemon's mode has one (see Evaluation above);
     "own" leaves this process's own model in place.
+    WHOLE_VECTORS (the default) asks mode share to send the shared tensors
+    of at most one dimension whole in every share (see above).
     NAME is shown in the peer's status. TIMEOUT bounds each wait for a reply
     (seconds; None waits for ever). A joining peer (gossipd --join) answers
     once it has pulled the job's model from its donors: attach waits for
@@ -623,4 +657,4 @@ def attach(model, socket=None, job="default", buffers=False, name=None,
     from the job's, the peer is leaving) or cannot be reached.
     """
     return Peer(model, socket=socket, job=job, buffers=buffers, name=name, timeout=timeout,
-                optimizer=optimizer, evaluate=evaluate)
+                optimizer=optimizer, evaluate=evaluate, whole_vectors=whole_vectors)
