@@ -215,7 +215,7 @@ run each: DDP 1.939 (--mix ddp here: 1.9394).
   bytes) the rule ends at 1.9995 (1.031x) and with the late weight at
   2.0022: the two gains do not add.
 - What a round sends (the rule as above, the first 100 steps, peer 0):
-  of most of the biases 0.1% to 2% a round (the first block's attention
+  of most of the biases 0.1% to 3% a round (the first block's attention
   output bias 0.17%, 96% of it never), of the first block's attention
   weights 10.6%, of the embeddings and the head 9-12%: a top over the
   whole model starves the small moves of whole tensors. With the tensors
