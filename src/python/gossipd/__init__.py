@@ -85,8 +85,8 @@ daemon; with none, several of different kinds, or one of another class
 its ``--optimizer`` (SGD unless set).
 
 In mode share a round sends the coordinates that moved most over the whole
-model, which starves whole tensors of small moves: a transformer's biases
-and LayerNorm gains went unsent for 100 steps at a time. attach names the
+model, which starves whole tensors of small moves: many of a transformer's
+bias values went unsent for 100 steps at a time. attach names the
 shared tensors of at most one dimension (biases, norms' gains and, with
 ``buffers=True``, BatchNorm's statistics; under 1% of a usual model) to
 the daemon, whose every share then carries them whole beside the top of
