@@ -161,8 +161,8 @@ def main():
     mix.check_mix_args(ap, a)
     if a.stop < 0:
         ap.error("want --stop >= 0")
-    if a.decay_lr:
-        ap.error("--decay-lr follows the transformer's schedule, not this CNN's")
+    if a.decay_lr or a.mix == "grad":
+        ap.error("--decay-lr and --mix grad are the transformer's trials, not this CNN's")
     if a.mean_momentum and (a.mix == "ddp" or a.stagger or not a.momentum):
         ap.error("--mean-momentum wants SGD's momentum and one mix of every peer at once "
                  "(not ddp, no --stagger)")
